@@ -1,0 +1,45 @@
+"""fastsse: was a streamed LLM answer complete, or silently cut off?
+
+Feed the raw bytes of one captured Server-Sent Events response to a ``Scanner`` (or pass them
+whole to ``scan``) and get one ``Verdict``.  Sans-IO: no sockets, files or logging in here.
+
+The scanner is compiled (Cython) when the extension was built, with a pure-Python twin that
+gives identical verdicts; ``FASTSSE_NO_EXTENSIONS=1`` forces the twin, ``IMPLEMENTATION`` says
+which one runs.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ._limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, PROTOCOL_CHOICES
+from ._verdict import CATEGORIES, RETRYABLE, TRANSPORTS, Verdict
+
+if os.environ.get("FASTSSE_NO_EXTENSIONS"):
+    from ._scanner_py import Scanner, scan
+
+    IMPLEMENTATION = "python"
+else:
+    try:
+        from ._scanner import Scanner, scan
+    except ImportError:  # not built (e.g. a source checkout without a compiler)
+        from ._scanner_py import Scanner, scan
+
+        IMPLEMENTATION = "python"
+    else:
+        IMPLEMENTATION = "cython"
+
+PROTOCOLS = PROTOCOL_CHOICES
+
+__all__ = [
+    "CATEGORIES",
+    "DEFAULT_MAX_EVENT_BYTES",
+    "DEFAULT_MAX_LINE_BYTES",
+    "IMPLEMENTATION",
+    "PROTOCOLS",
+    "RETRYABLE",
+    "TRANSPORTS",
+    "Scanner",
+    "Verdict",
+    "scan",
+]

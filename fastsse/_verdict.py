@@ -1,0 +1,285 @@
+"""Evidence -> verdict: the categories, their fixed order, and the Verdict type.
+
+Both scanner twins collect the same ``Evidence`` and hand it to ``decide``; nothing else in the
+package chooses a category.  ``complete`` is what remains when every check for failure came back
+empty, never a default.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+from . import _dialects as d
+
+LIMIT_EXCEEDED = "limit_exceeded"
+TRANSPORT_ERROR = "transport_error"
+UPSTREAM_ERROR = "upstream_error"
+NO_END_MARKER = "no_end_marker"
+BUFFER_RESIDUAL = "buffer_residual"
+MALFORMED_EVENT = "malformed_event"
+SEQUENCE_GAP = "sequence_gap"
+MISSING_FINISH_REASON = "missing_finish_reason"
+REASONING_EXHAUSTED = "reasoning_exhausted"
+TRUNCATED_LENGTH = "truncated_length"
+CONTENT_FILTERED = "content_filtered"
+TOOL_CALL_MALFORMED = "tool_call_malformed"
+EMPTY_OUTPUT = "empty_output"
+COMPLETE = "complete"
+
+# In the order they are checked: the first that holds is the category.
+CATEGORIES = (
+    LIMIT_EXCEEDED,
+    TRANSPORT_ERROR,
+    UPSTREAM_ERROR,
+    NO_END_MARKER,
+    BUFFER_RESIDUAL,
+    MALFORMED_EVENT,
+    SEQUENCE_GAP,
+    MISSING_FINISH_REASON,
+    REASONING_EXHAUSTED,
+    TRUNCATED_LENGTH,
+    CONTENT_FILTERED,
+    TOOL_CALL_MALFORMED,
+    EMPTY_OUTPUT,
+    COMPLETE,
+)
+
+TRANSPORTS = ("eof", "reset", "timeout", "error")
+
+# Would the same request, sent again, likely succeed?  Transient faults: yes.  A token limit,
+# a filter or a provider that never sends a finish reason: no, it would hit the same wall.
+RETRYABLE = {
+    LIMIT_EXCEEDED: False,
+    TRANSPORT_ERROR: True,
+    UPSTREAM_ERROR: True,  # unless the error code is deterministic, see decide()
+    NO_END_MARKER: True,
+    BUFFER_RESIDUAL: True,
+    MALFORMED_EVENT: True,
+    SEQUENCE_GAP: True,
+    MISSING_FINISH_REASON: False,
+    REASONING_EXHAUSTED: False,
+    TRUNCATED_LENGTH: False,
+    CONTENT_FILTERED: False,
+    TOOL_CALL_MALFORMED: True,  # sampling produced it; another sample usually parses
+    EMPTY_OUTPUT: True,
+    COMPLETE: False,
+}
+
+MESSAGES = {
+    LIMIT_EXCEEDED: "A line or event grew past the size limit, so the stream was not read further.",
+    TRANSPORT_ERROR: "The gateway reported that the connection to the provider failed.",
+    UPSTREAM_ERROR: "The provider sent an error inside the stream.",
+    NO_END_MARKER: "The stream closed before its end marker arrived.",
+    BUFFER_RESIDUAL: "The stream ended with part of an event left unfinished.",
+    MALFORMED_EVENT: "An event in the stream could not be parsed.",
+    SEQUENCE_GAP: "Events are missing from the middle of the stream.",
+    MISSING_FINISH_REASON: "The stream ended without saying why the answer finished.",
+    REASONING_EXHAUSTED: "The token limit was used up by reasoning before any visible answer.",
+    TRUNCATED_LENGTH: "The answer was cut off by the output token limit.",
+    CONTENT_FILTERED: "A safety filter stopped the answer.",
+    TOOL_CALL_MALFORMED: "A tool call's arguments are not valid JSON.",
+    EMPTY_OUTPUT: "The answer finished normally but contained no text, reasoning or tool call.",
+    COMPLETE: "The stream is complete.",
+}
+# More precise sentences for some situations within a category.
+MESSAGE_NO_EVENTS = "The stream closed before any event arrived."
+MESSAGE_ABNORMAL_FINISH = "The provider ended the answer with a finish reason that does not mean success."
+MESSAGE_REFUSAL = "The model refused to answer."
+MESSAGE_BLOCKED_PROMPT = "The prompt was blocked by a safety filter, so no answer was generated."
+MESSAGE_PAUSE = "The stream is complete, but the model paused its turn for the client to continue."
+MESSAGE_LIMITS = {
+    "line": "A line grew past the line size limit, so the stream was not read further.",
+    "event": "An event grew past the event size limit, so the stream was not read further.",
+    "choices": "The stream has more choices than the scanner tracks, so it was not read further.",
+    "tool_calls": "The stream has more tool calls than the scanner tracks, so it was not read further.",
+}
+
+# Identifiers copied from the stream (finish reasons, error codes, model names) keep only the
+# characters such identifiers use, and a bounded length: a verdict never carries payload text.
+_IDENTIFIER_JUNK = re.compile(r"[^A-Za-z0-9_.:/@+-]")
+MAX_IDENTIFIER_CHARS = 64
+MAX_MODEL_CHARS = 128
+
+
+def sanitize_identifier(raw: bytes | None, limit: int = MAX_IDENTIFIER_CHARS) -> str | None:
+    if raw is None:
+        return None
+    text = _IDENTIFIER_JUNK.sub("", raw.decode("ascii", "replace"))[:limit]
+    return text or None
+
+
+@dataclass(slots=True)
+class Evidence:
+    """What a scanner saw; raw values are bytes exactly as captured (bounded)."""
+
+    protocol: str = "unknown"
+    bytes: int = 0
+    events: int = 0
+    comments: int = 0
+    limit: str | None = None
+    errors: int = 0
+    error_code: bytes | None = None
+    end_marker: bool = False
+    residual_bytes: int = 0
+    malformed_events: int = 0
+    sequence_gap: bool = False
+    # (choice index, raw finish reason or None) in order of first appearance
+    finishes: list = field(default_factory=list)
+    blocked: bytes | None = None
+    text: int = 0
+    reasoning: int = 0
+    refusal: int = 0
+    tool_calls: int = 0
+    tool_malformed: bool = False
+    model: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The judgement of one stream.  Holds state and category, never payload text."""
+
+    category: str
+    complete: bool
+    protocol: str
+    finish_reason: str | None  # normalized: stop, length, tool_calls, content_filter, pause, ...
+    finish_reason_raw: str | None  # as the provider sent it
+    retryable: bool
+    message: str
+    transport: str
+    end_marker_seen: bool
+    finish_reason_seen: bool
+    residual_bytes: int
+    events: int
+    bytes: int
+    comments: int
+    malformed_events: int
+    text_events: int
+    reasoning_events: int
+    refusal_events: int
+    tool_calls: int
+    choices: int
+    error_code: str | None
+    limit: str | None
+    model: str | None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# How bad an outcome is when choices disagree (n > 1): the verdict reports the worst one.
+_OUTCOME_RANK = {
+    d.O_ABNORMAL: 0,
+    d.O_LENGTH: 1,
+    d.O_FILTER: 2,
+    d.O_TOOL_MALFORMED: 3,
+    d.O_PAUSE: 4,
+    d.O_OK: 5,
+}
+
+
+def _finish(evidence: Evidence):
+    """The choice that speaks for the stream: (normalized, raw, outcome), or Nones."""
+    table = d.FINISH_REASONS.get(evidence.protocol, {})
+    worst = None
+    for _index, raw_bytes in evidence.finishes:
+        raw = sanitize_identifier(raw_bytes)
+        if raw is None:
+            continue
+        normalized, outcome = table.get(raw, d.UNKNOWN_FINISH)
+        if worst is None or _OUTCOME_RANK[outcome] < _OUTCOME_RANK[worst[2]]:
+            worst = (normalized, raw, outcome)
+    if evidence.blocked is not None:  # a blocked prompt is the finish of a candidate-less answer
+        worst = ("content_filter", sanitize_identifier(evidence.blocked), d.O_FILTER)
+    if worst is None:
+        return None, None, None
+    normalized, raw, outcome = worst
+    if (
+        normalized == "stop"
+        and evidence.tool_calls
+        and not evidence.text
+        and evidence.protocol in d.TOOL_FINISH_FROM_CALLS
+    ):
+        normalized = "tool_calls"
+    return normalized, raw, outcome
+
+
+def decide(evidence: Evidence, transport: str = "eof") -> Verdict:
+    """Apply the checks in CATEGORIES order; the first that holds is the category."""
+    if transport not in TRANSPORTS:
+        raise ValueError(f"transport must be one of {TRANSPORTS}, not {transport!r}")
+    e = evidence
+    normalized, raw, outcome = _finish(e)
+    finish_missing = (not e.finishes and e.blocked is None) or any(
+        sanitize_identifier(r) is None for _i, r in e.finishes
+    )
+    error_code = sanitize_identifier(e.error_code)
+    message = None
+    retryable = None
+
+    if e.limit is not None:
+        category = LIMIT_EXCEEDED
+        message = MESSAGE_LIMITS.get(e.limit)
+    elif transport != "eof":
+        category = TRANSPORT_ERROR
+    elif e.errors or outcome == d.O_ABNORMAL:
+        category = UPSTREAM_ERROR
+        if not e.errors:
+            message = MESSAGE_ABNORMAL_FINISH
+        retryable = error_code not in d.DETERMINISTIC_ERRORS
+    elif not e.end_marker:
+        category = NO_END_MARKER
+        if e.events == 0:
+            message = MESSAGE_NO_EVENTS
+    elif e.residual_bytes:
+        category = BUFFER_RESIDUAL
+    elif e.malformed_events:
+        category = MALFORMED_EVENT
+    elif e.sequence_gap:
+        category = SEQUENCE_GAP
+    elif finish_missing:
+        category = MISSING_FINISH_REASON
+    elif outcome == d.O_LENGTH and not e.text and not e.tool_calls and e.reasoning:
+        category = REASONING_EXHAUSTED
+    elif outcome == d.O_LENGTH:
+        category = TRUNCATED_LENGTH
+    elif outcome == d.O_FILTER or e.refusal:
+        category = CONTENT_FILTERED
+        if e.blocked is not None:
+            message = MESSAGE_BLOCKED_PROMPT
+        elif e.refusal or raw == "refusal":
+            message = MESSAGE_REFUSAL
+    elif e.tool_malformed or outcome == d.O_TOOL_MALFORMED:
+        category = TOOL_CALL_MALFORMED
+    elif not (e.text or e.reasoning or e.tool_calls):
+        category = EMPTY_OUTPUT
+    else:
+        category = COMPLETE
+        if outcome == d.O_PAUSE:
+            message = MESSAGE_PAUSE
+
+    return Verdict(
+        category=category,
+        complete=category == COMPLETE,
+        protocol=e.protocol,
+        finish_reason=normalized,
+        finish_reason_raw=raw,
+        retryable=RETRYABLE[category] if retryable is None else retryable,
+        message=message or MESSAGES[category],
+        transport=transport,
+        end_marker_seen=e.end_marker,
+        finish_reason_seen=raw is not None,
+        residual_bytes=e.residual_bytes,
+        events=e.events,
+        bytes=e.bytes,
+        comments=e.comments,
+        malformed_events=e.malformed_events,
+        text_events=e.text,
+        reasoning_events=e.reasoning,
+        refusal_events=e.refusal,
+        tool_calls=e.tool_calls,
+        choices=len(e.finishes),
+        error_code=error_code,
+        limit=e.limit,
+        model=sanitize_identifier(e.model, MAX_MODEL_CHARS),
+    )
