@@ -107,6 +107,7 @@ class EventRecord:
     __slots__ = (
         "type", "object", "model", "error", "err_code", "err_type", "err_status", "flat_code",
         "seq", "has_choices", "gemini", "choices", "too_many", "choice", "part", "tool",
+        "tool_fragments",
         "block_reason", "incomplete_reason", "delta", "delta_text", "delta_thinking",
         "delta_json", "stop_reason", "block_index", "block_type", "item_type", "args",
     )  # fmt: skip
@@ -120,6 +121,7 @@ class EventRecord:
         self.choices = []
         self.too_many = None
         self.choice = self.part = self.tool = None
+        self.tool_fragments = 0
         self.block_reason = self.incomplete_reason = None
         self.delta = self.delta_text = self.delta_thinking = False
         self.delta_json = None
@@ -168,10 +170,11 @@ class EventRecord:
             self.part = None
         elif action == d.A_TOOL:
             if self.tool is not None and self.choice is not None:
-                if len(self.choice.tools) >= MAX_TOOL_CALLS:
+                if self.tool_fragments >= MAX_TOOL_CALLS:
                     self.too_many = "tool_calls"
                 else:
                     self.choice.tools.append(self.tool)
+                    self.tool_fragments += 1
             self.tool = None
 
     def scalar(self, action: int, kind: int, value, nonempty: bool) -> None:
@@ -770,7 +773,7 @@ class Scanner:
                 self._feed_bare(line)
                 return
             self._abandon_bare()
-        if name not in _KNOWN_FIELDS and name != _ERROR_EVENT and line[0] == _BRACE:
+        if line[0] == _BRACE:
             # a bare JSON object, not framed as SSE (Gemini's mid-stream errors)
             self._bare = JsonScanner(EventRecord())
             self._bare_bytes = len(line)
@@ -875,12 +878,16 @@ class Scanner:
         for choice in record.choices:
             index = choice.index if choice.index is not None else choice.ordinal
             self._finish(index, choice.finish)
+            if ev.limit is not None:
+                return
             ev.text += choice.text
             ev.reasoning += choice.reasoning
             ev.refusal += choice.refusal
             ev.tool_calls += choice.tool
             for fragment in choice.tools:
                 self._tool_fragment(index, fragment)
+                if ev.limit is not None:
+                    return
         if self._dialect == "gemini":
             # No end marker exists: the last chunk must close every candidate it carries.
             if record.block_reason is not None:

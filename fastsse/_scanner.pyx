@@ -1,0 +1,1586 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The compiled scanner: the C-speed twin of ``_scanner_py``.
+
+Same three layers, same rules, same evidence (see ``_scanner_py`` for the reference):
+framing (bytes -> lines -> events), one strict incremental JSON automaton that walks
+``_dialects.JSON_TREE`` to record the fields that matter, and the dialect interpretation.
+The hot loop touches no Python object: lines are found with memchr, an event's JSON is read
+byte by byte in C, and the tables of ``_dialects`` are copied into C arrays at import.
+Nothing here decides a category: ``close()`` builds an ``Evidence`` and calls ``decide``.
+"""
+
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from libc.stdint cimport int64_t
+from libc.string cimport memchr, memcmp, memcpy, memset
+
+from . import _dialects as d
+from . import _limits
+from ._limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, check_options, check_transport
+from ._verdict import Evidence, decide
+
+# Compile-time copies of the shared constants; checked against the Python ones at import.
+cdef enum:
+    CAP = 64
+    MAX_DEPTH = 512
+    MAX_CHOICES = 128
+    MAX_TOOL_CALLS = 1024
+
+cdef enum Action:
+    A_TYPE = 1
+    A_OBJECT = 2
+    A_MODEL = 3
+    A_ERROR = 4
+    A_ERR_CODE = 5
+    A_ERR_TYPE = 6
+    A_ERR_STATUS = 7
+    A_FLAT_CODE = 8
+    A_SEQ = 9
+    A_CHOICES = 10
+    A_CHOICE = 11
+    A_CHOICE_INDEX = 12
+    A_FINISH = 13
+    A_TEXT = 14
+    A_REASONING = 15
+    A_REFUSAL = 16
+    A_PART = 17
+    A_PART_TYPE = 18
+    A_PART_TEXT = 19
+    A_PART_THOUGHT = 20
+    A_PART_TOOL = 21
+    A_TOOL = 22
+    A_TOOL_INDEX = 23
+    A_TOOL_ID = 24
+    A_TOOL_ARGS = 25
+    A_BLOCK_REASON = 26
+    A_INCOMPLETE_REASON = 27
+    A_DELTA = 28
+    A_DELTA_TEXT = 29
+    A_DELTA_THINKING = 30
+    A_DELTA_JSON = 31
+    A_STOP_REASON = 32
+    A_BLOCK_INDEX = 33
+    A_BLOCK_TYPE = 34
+    A_ITEM_TYPE = 35
+    A_ARGS = 36
+    A_GEMINI = 37
+
+cdef enum Kind:
+    K_OTHER = 0
+    K_TEXT_DELTA = 1
+    K_REFUSAL_DELTA = 2
+    K_REASONING_DELTA = 3
+    K_ITEM_ADDED = 4
+    K_ARGS_DONE = 5
+    K_COMPLETED = 6
+    K_INCOMPLETE = 7
+    K_FAILED = 8
+    K_ERROR = 9
+    K_BLOCK_START = 10
+    K_BLOCK_DELTA = 11
+    K_MESSAGE_DELTA = 12
+    K_MESSAGE_STOP = 13
+    K_START = 14
+
+cdef dict _C_CONSTANTS = {
+    "CAPTURE_BYTES": CAP, "MAX_JSON_DEPTH": MAX_DEPTH, "MAX_CHOICES": MAX_CHOICES,
+    "MAX_TOOL_CALLS": MAX_TOOL_CALLS,
+    "A_TYPE": A_TYPE, "A_OBJECT": A_OBJECT, "A_MODEL": A_MODEL, "A_ERROR": A_ERROR,
+    "A_ERR_CODE": A_ERR_CODE, "A_ERR_TYPE": A_ERR_TYPE, "A_ERR_STATUS": A_ERR_STATUS,
+    "A_FLAT_CODE": A_FLAT_CODE, "A_SEQ": A_SEQ, "A_CHOICES": A_CHOICES, "A_CHOICE": A_CHOICE,
+    "A_CHOICE_INDEX": A_CHOICE_INDEX, "A_FINISH": A_FINISH, "A_TEXT": A_TEXT,
+    "A_REASONING": A_REASONING, "A_REFUSAL": A_REFUSAL, "A_PART": A_PART,
+    "A_PART_TYPE": A_PART_TYPE, "A_PART_TEXT": A_PART_TEXT, "A_PART_THOUGHT": A_PART_THOUGHT,
+    "A_PART_TOOL": A_PART_TOOL, "A_TOOL": A_TOOL, "A_TOOL_INDEX": A_TOOL_INDEX,
+    "A_TOOL_ID": A_TOOL_ID, "A_TOOL_ARGS": A_TOOL_ARGS, "A_BLOCK_REASON": A_BLOCK_REASON,
+    "A_INCOMPLETE_REASON": A_INCOMPLETE_REASON, "A_DELTA": A_DELTA, "A_DELTA_TEXT": A_DELTA_TEXT,
+    "A_DELTA_THINKING": A_DELTA_THINKING, "A_DELTA_JSON": A_DELTA_JSON,
+    "A_STOP_REASON": A_STOP_REASON, "A_BLOCK_INDEX": A_BLOCK_INDEX, "A_BLOCK_TYPE": A_BLOCK_TYPE,
+    "A_ITEM_TYPE": A_ITEM_TYPE, "A_ARGS": A_ARGS, "A_GEMINI": A_GEMINI,
+    "K_OTHER": K_OTHER, "K_TEXT_DELTA": K_TEXT_DELTA, "K_REFUSAL_DELTA": K_REFUSAL_DELTA,
+    "K_REASONING_DELTA": K_REASONING_DELTA, "K_ITEM_ADDED": K_ITEM_ADDED,
+    "K_ARGS_DONE": K_ARGS_DONE, "K_COMPLETED": K_COMPLETED, "K_INCOMPLETE": K_INCOMPLETE,
+    "K_FAILED": K_FAILED, "K_ERROR": K_ERROR, "K_BLOCK_START": K_BLOCK_START,
+    "K_BLOCK_DELTA": K_BLOCK_DELTA, "K_MESSAGE_DELTA": K_MESSAGE_DELTA,
+    "K_MESSAGE_STOP": K_MESSAGE_STOP, "K_START": K_START,
+}
+for _name, _value in _C_CONSTANTS.items():
+    _shared = getattr(d, _name, None)
+    if _shared is None:
+        _shared = getattr(_limits, _name)
+    if _shared != _value:
+        raise ImportError(f"fastsse._scanner is stale: {_name} is {_value}, shared code says {_shared}")
+
+# ============================================================================ small C helpers
+
+ctypedef struct Str:  # a bounded captured string; len -1 means "absent" (None)
+    int len
+    char s[CAP + 2]
+
+ctypedef struct Buf:  # a growable byte buffer (PyMem)
+    char* p
+    Py_ssize_t len
+    Py_ssize_t cap
+
+cdef inline void str_clear(Str* s) noexcept nogil:
+    s.len = -1
+
+cdef inline void str_append(Str* s, const char* p, Py_ssize_t n) noexcept nogil:
+    # keeps at most CAP + 1 bytes: a longer value can never equal an enum of CAP bytes
+    if s.len < 0:
+        s.len = 0
+    if s.len > CAP:
+        return
+    if n > CAP + 1 - s.len:
+        n = CAP + 1 - s.len
+    memcpy(s.s + s.len, p, n)
+    s.len += <int>n
+
+cdef inline bint str_eq(const Str* s, const Str* t) noexcept nogil:
+    return s.len == t.len and (s.len <= 0 or memcmp(s.s, t.s, s.len) == 0)
+
+cdef inline object str_bytes(const Str* s):
+    if s.len < 0:
+        return None
+    return PyBytes_FromStringAndSize(s.s, s.len)
+
+cdef int buf_reserve(Buf* b, Py_ssize_t extra) except -1:
+    cdef Py_ssize_t need = b.len + extra
+    cdef Py_ssize_t cap
+    cdef char* p
+    if need <= b.cap:
+        return 0
+    cap = b.cap * 2 if b.cap else 256
+    while cap < need:
+        cap *= 2
+    p = <char*>PyMem_Realloc(b.p, cap)
+    if p == NULL:
+        raise MemoryError()
+    b.p = p
+    b.cap = cap
+    return 0
+
+cdef inline int buf_append(Buf* b, const char* p, Py_ssize_t n) except -1:
+    if b.len + n > b.cap:
+        buf_reserve(b, n)
+    memcpy(b.p + b.len, p, n)
+    b.len += n
+    return 0
+
+cdef inline void buf_free(Buf* b) noexcept:
+    PyMem_Free(b.p)
+    b.p = NULL
+    b.len = b.cap = 0
+
+# ============================================================================ tables in C
+
+@cython.final
+cdef class _StrTable:
+    """Exact-match lookup of a byte string -> int, over a handful of entries."""
+    cdef list keep
+    cdef int n
+    cdef const char** keys
+    cdef int* lens
+    cdef int* values
+
+    def __cinit__(self, dict mapping):
+        self.keep = [k.encode() if isinstance(k, str) else k for k in mapping]
+        self.n = len(self.keep)
+        self.keys = <const char**>PyMem_Malloc(max(self.n, 1) * sizeof(char*))
+        self.lens = <int*>PyMem_Malloc(max(self.n, 1) * sizeof(int))
+        self.values = <int*>PyMem_Malloc(max(self.n, 1) * sizeof(int))
+        if self.keys == NULL or self.lens == NULL or self.values == NULL:
+            raise MemoryError()
+        for i, (key, value) in enumerate(zip(self.keep, mapping.values())):
+            self.keys[i] = PyBytes_AS_STRING(key)
+            self.lens[i] = PyBytes_GET_SIZE(key)
+            self.values[i] = value
+
+    def __dealloc__(self):
+        PyMem_Free(self.keys)
+        PyMem_Free(self.lens)
+        PyMem_Free(self.values)
+
+    cdef int get(self, const char* p, Py_ssize_t n) noexcept:
+        """The value of key p[:n], or -1."""
+        cdef int i
+        for i in range(self.n):
+            if self.lens[i] == n and memcmp(self.keys[i], p, n) == 0:
+                return self.values[i]
+        return -1
+
+    cdef int get_str(self, const Str* s) noexcept:
+        if s.len < 0:
+            return -1
+        return self.get(s.s, s.len)
+
+
+# JSON_TREE in C: per node an action, an element node, and a slice of one flat key table.
+cdef list _tree_keys = []  # keeps the key bytes alive
+cdef int _n_nodes = len(d.JSON_TREE)
+cdef int _n_keys = sum(len(children) for _a, children, _e in d.JSON_TREE)
+cdef int* _node_action = <int*>PyMem_Malloc(_n_nodes * sizeof(int))
+cdef int* _node_element = <int*>PyMem_Malloc(_n_nodes * sizeof(int))
+cdef int* _node_first_key = <int*>PyMem_Malloc(_n_nodes * sizeof(int))
+cdef int* _node_n_keys = <int*>PyMem_Malloc(_n_nodes * sizeof(int))
+cdef const char** _key_text = <const char**>PyMem_Malloc(_n_keys * sizeof(char*))
+cdef int* _key_len = <int*>PyMem_Malloc(_n_keys * sizeof(int))
+cdef int* _key_node = <int*>PyMem_Malloc(_n_keys * sizeof(int))
+cdef int _k = 0
+for _i, (_action, _children, _element) in enumerate(d.JSON_TREE):
+    _node_action[_i] = _action
+    _node_element[_i] = _element
+    _node_first_key[_i] = _k
+    _node_n_keys[_i] = len(_children)
+    for _key, _child in _children.items():
+        _tree_keys.append(_key)
+        _key_text[_k] = PyBytes_AS_STRING(_key)
+        _key_len[_k] = PyBytes_GET_SIZE(_key)
+        _key_node[_k] = _child
+        _k += 1
+
+cdef inline int tree_child(int node, const char* key, Py_ssize_t n) noexcept:
+    """The node for key under node, or -1."""
+    cdef int k
+    for k in range(_node_first_key[node], _node_first_key[node] + _node_n_keys[node]):
+        if _key_len[k] == n and memcmp(_key_text[k], key, n) == 0:
+            return _key_node[k]
+    return -1
+
+cdef bint _full_capture[64]
+cdef bint _short_capture[64]
+memset(_full_capture, 0, sizeof(_full_capture))
+memset(_short_capture, 0, sizeof(_short_capture))
+for _action in d.FULL_CAPTURE_ACTIONS:
+    _full_capture[_action] = True
+for _action in d.SHORT_CAPTURE_ACTIONS:
+    _short_capture[_action] = True
+
+cdef _StrTable _responses_kinds = _StrTable(d.EVENT_KINDS["responses"])
+cdef _StrTable _anthropic_kinds = _StrTable(d.EVENT_KINDS["anthropic"])
+cdef _StrTable _detect_types = _StrTable({k: i for i, k in enumerate(d.DETECT_TYPES)})
+cdef list _detect_type_protocols = list(d.DETECT_TYPES.values())
+cdef list _detect_prefixes = [(p.encode(), v) for p, v in d.DETECT_TYPE_PREFIXES]
+cdef _StrTable _r_reasoning = _StrTable({k: 1 for k in d.RESPONSES_REASONING_ITEMS})
+cdef bytes _r_tool_suffix = d.RESPONSES_TOOL_ITEM_SUFFIX.encode()
+cdef _StrTable _a_reasoning = _StrTable({k: 1 for k in d.ANTHROPIC_REASONING_BLOCKS})
+cdef _StrTable _a_tool = _StrTable({k: 1 for k in d.ANTHROPIC_TOOL_BLOCKS})
+cdef _StrTable _a_json_input = _StrTable({k: 1 for k in d.ANTHROPIC_JSON_INPUT_BLOCKS})
+cdef _StrTable _reasoning_parts = _StrTable({k: 1 for k in d.REASONING_PART_TYPES})
+cdef bytes _chat_object = d.CHAT_OBJECT.encode()
+cdef bytes _done = d.DONE_SENTINEL
+cdef bytes _completed = d.RESPONSES_COMPLETED.encode()
+
+# ============================================================================ the event record
+
+ctypedef struct Choice:
+    int64_t ordinal
+    int64_t index  # -1: not sent
+    Str finish
+    int text, reasoning, refusal, tool
+    int tool_start, tool_count  # slice of Record.tools
+
+ctypedef struct Tool:
+    int64_t ordinal
+    int64_t index
+    Str id
+    Py_ssize_t args_off, args_len  # slice of Record.captured; args_len -1: not sent
+
+ctypedef struct Part:
+    Str type
+    bint text, thought, tool
+
+ctypedef struct Record:
+    Str type, object, model, err_code, err_type, err_status, flat_code
+    Str block_reason, incomplete_reason, stop_reason, block_type, item_type
+    bint error, has_choices, gemini, delta, delta_text, delta_thinking
+    int64_t seq, block_index  # -1: not sent
+    int too_many  # 0, or 1 (choices) / 2 (tool calls)
+    Choice* choices
+    int n_choices
+    bint in_choice, in_part, in_tool
+    Choice choice
+    Part part
+    Tool tool
+    Tool* tools
+    int n_tools
+    Buf captured  # whole strings captured for JSON validation
+    Py_ssize_t delta_json_off, delta_json_len, args_off, args_len
+
+cdef void record_reset(Record* r) noexcept:
+    str_clear(&r.type); str_clear(&r.object); str_clear(&r.model); str_clear(&r.err_code)
+    str_clear(&r.err_type); str_clear(&r.err_status); str_clear(&r.flat_code)
+    str_clear(&r.block_reason); str_clear(&r.incomplete_reason); str_clear(&r.stop_reason)
+    str_clear(&r.block_type); str_clear(&r.item_type)
+    r.error = r.has_choices = r.gemini = r.delta = r.delta_text = r.delta_thinking = False
+    r.seq = r.block_index = -1
+    r.too_many = 0
+    r.n_choices = 0
+    r.in_choice = r.in_part = r.in_tool = False
+    r.n_tools = 0
+    r.captured.len = 0
+    r.delta_json_len = r.args_len = -1
+    r.delta_json_off = r.args_off = 0
+
+cdef void record_begin(Record* r, int action, bint is_object) noexcept:
+    if action == A_ERROR:
+        r.error = True
+    elif action == A_CHOICES:
+        r.has_choices = True
+    elif action == A_GEMINI:
+        r.gemini = True
+    elif not is_object:
+        return
+    elif action == A_CHOICE:
+        r.in_choice = True
+        memset(&r.choice, 0, sizeof(Choice))
+        r.choice.ordinal = r.n_choices
+        r.choice.index = -1
+        r.choice.finish.len = -1
+        r.choice.tool_start = r.n_tools
+    elif action == A_PART:
+        if r.in_choice:
+            r.in_part = True
+            r.part.type.len = -1
+            r.part.text = r.part.thought = r.part.tool = False
+    elif action == A_TOOL:
+        if r.in_choice:
+            r.in_tool = True
+            r.tool.ordinal = r.choice.tool_count
+            r.tool.index = -1
+            r.tool.id.len = -1
+            r.tool.args_len = -1
+            r.tool.args_off = 0
+
+cdef void record_end(Record* r, int action, bint is_object) noexcept:
+    if not is_object:
+        return
+    if action == A_CHOICE:
+        if r.n_choices >= MAX_CHOICES:
+            r.too_many = 1
+        else:
+            r.choices[r.n_choices] = r.choice
+            r.n_choices += 1
+        r.in_choice = False
+    elif action == A_PART:
+        if r.in_part and r.in_choice:
+            if r.part.thought or _reasoning_parts.get_str(&r.part.type) >= 0:
+                r.choice.reasoning += 1
+            elif r.part.tool:
+                r.choice.tool += 1
+            elif r.part.text:
+                r.choice.text += 1
+        r.in_part = False
+    elif action == A_TOOL:
+        if r.in_tool and r.in_choice:
+            if r.n_tools >= MAX_TOOL_CALLS:
+                r.too_many = 2
+            else:
+                r.tools[r.n_tools] = r.tool
+                r.n_tools += 1
+                r.choice.tool_count += 1
+        r.in_tool = False
+
+cdef enum ScalarKind:
+    K_STRING = 0
+    K_NUMBER = 1
+    K_TRUE = 2
+    K_FALSE = 3
+    K_NULL = 4
+
+cdef void record_scalar(Record* r, int action, int kind, const Str* value, int64_t number,
+                        bint nonempty, Py_ssize_t cap_off, Py_ssize_t cap_len) noexcept:
+    """number: -1 if not a plain integer.  value: the bounded capture; cap_*: a whole capture."""
+    cdef Str code
+    cdef int n
+    if action == A_ERROR:
+        if kind != K_NULL and kind != K_FALSE:
+            r.error = True
+        return
+    if kind == K_NUMBER:
+        if number < 0:
+            return
+        if action == A_SEQ:
+            r.seq = number
+        elif action == A_CHOICE_INDEX:
+            if r.in_choice:
+                r.choice.index = number
+        elif action == A_TOOL_INDEX:
+            if r.in_tool:
+                r.tool.index = number
+        elif action == A_BLOCK_INDEX:
+            r.block_index = number
+        elif action == A_ERR_CODE or action == A_FLAT_CODE:
+            # the number's decimal text, as the Python twin's str(int)
+            code.len = 0
+            n = 0
+            while True:
+                code.s[n] = <char>(48 + number % 10)
+                n += 1
+                number //= 10
+                if number == 0:
+                    break
+            code.len = n
+            for i in range(n // 2):
+                code.s[i], code.s[n - 1 - i] = code.s[n - 1 - i], code.s[i]
+            if action == A_ERR_CODE:
+                r.err_code = code
+            else:
+                r.flat_code = code
+        return
+    if kind == K_TRUE:
+        if action == A_PART_THOUGHT and r.in_part:
+            r.part.thought = True
+        return
+    if kind != K_STRING:
+        return
+    if action == A_TYPE:
+        r.type = value[0]
+    elif action == A_OBJECT:
+        r.object = value[0]
+    elif action == A_MODEL:
+        if value.len > 0:
+            r.model = value[0]
+    elif action == A_ERR_CODE:
+        r.err_code = value[0]
+    elif action == A_ERR_TYPE:
+        r.err_type = value[0]
+    elif action == A_ERR_STATUS:
+        r.err_status = value[0]
+    elif action == A_FLAT_CODE:
+        r.flat_code = value[0]
+    elif action == A_FINISH:
+        if r.in_choice:
+            r.choice.finish = value[0]
+    elif action == A_TEXT:
+        if nonempty and r.in_choice:
+            r.choice.text += 1
+    elif action == A_REASONING:
+        if nonempty and r.in_choice:
+            r.choice.reasoning += 1
+    elif action == A_REFUSAL:
+        if nonempty and r.in_choice:
+            r.choice.refusal += 1
+    elif action == A_PART_TYPE:
+        if r.in_part:
+            r.part.type = value[0]
+    elif action == A_PART_TEXT:
+        if nonempty and r.in_part:
+            r.part.text = True
+    elif action == A_PART_TOOL:
+        if nonempty and r.in_part:
+            r.part.tool = True
+    elif action == A_TOOL_ID:
+        if r.in_tool and value.len > 0:
+            r.tool.id = value[0]
+    elif action == A_TOOL_ARGS:
+        if r.in_tool:
+            if r.tool.args_len < 0:
+                r.tool.args_off = cap_off
+                r.tool.args_len = cap_len
+            else:  # a repeated key: its capture follows the first one directly
+                r.tool.args_len += cap_len
+    elif action == A_BLOCK_REASON:
+        r.block_reason = value[0]
+    elif action == A_INCOMPLETE_REASON:
+        r.incomplete_reason = value[0]
+    elif action == A_DELTA:
+        r.delta = r.delta or nonempty
+    elif action == A_DELTA_TEXT:
+        r.delta_text = r.delta_text or nonempty
+    elif action == A_DELTA_THINKING:
+        r.delta_thinking = r.delta_thinking or nonempty
+    elif action == A_DELTA_JSON:
+        r.delta_json_off = cap_off
+        r.delta_json_len = cap_len
+    elif action == A_STOP_REASON:
+        r.stop_reason = value[0]
+    elif action == A_BLOCK_TYPE:
+        r.block_type = value[0]
+    elif action == A_ITEM_TYPE:
+        r.item_type = value[0]
+    elif action == A_ARGS:
+        r.args_off = cap_off
+        r.args_len = cap_len
+
+# ============================================================================ the JSON automaton
+
+cdef enum JsonState:
+    S_VALUE = 0
+    S_VALUE_OR_END = 1
+    S_KEY = 2
+    S_KEY_OR_END = 3
+    S_COLON = 4
+    S_AFTER = 5
+    S_STRING = 6
+    S_ESCAPE = 7
+    S_UNICODE = 8
+    S_NUMBER = 9
+    S_LITERAL = 10
+    S_ERROR = 11
+
+cdef enum NumberState:
+    N_MINUS = 0
+    N_ZERO = 1
+    N_INT = 2
+    N_DOT = 3
+    N_FRAC = 4
+    N_E = 5
+    N_ESIGN = 6
+    N_EXP = 7
+
+cdef int64_t MAX_INT = (<int64_t>1) << 53
+
+ctypedef struct Json:
+    int state
+    int depth
+    unsigned char stack[MAX_DEPTH]
+    int* nodes  # per open container its JSON_TREE node; NULL: not walking the tree
+    Record* record
+    int pending  # node of the next value, -1 none
+    bint is_key, nonempty, seen, num_int
+    int capture  # 0 nothing, 1 bounded, 2 whole (into record.captured)
+    int action  # action of the string being read
+    Py_ssize_t cap_start
+    Str key
+    Str sbuf
+    int hex_value, hex_left
+    int num
+    int64_t num_value
+    const char* literal
+    int lit_len, lit_pos
+
+cdef void json_init(Json* j, Record* record, int* nodes) noexcept:
+    j.state = S_VALUE
+    j.depth = 0
+    j.nodes = nodes
+    j.record = record
+    j.pending = 0 if record != NULL else -1
+    j.is_key = j.nonempty = j.seen = False
+    j.num_int = True
+    j.capture = 0
+    j.action = 0
+    j.key.len = -1
+    j.sbuf.len = -1
+
+cdef inline bint json_done(const Json* j) noexcept:
+    return j.state == S_AFTER and j.depth == 0
+
+cdef inline bint number_terminal(int num) noexcept:
+    return num == N_ZERO or num == N_INT or num == N_FRAC or num == N_EXP
+
+cdef inline int value_action(const Json* j) noexcept:
+    return _node_action[j.pending] if j.pending >= 0 else 0
+
+cdef inline void after_value(Json* j) noexcept:
+    cdef int node
+    j.state = S_AFTER
+    if j.depth and j.stack[j.depth - 1] == b'[':
+        node = j.nodes[j.depth - 1] if j.nodes != NULL else -1
+        j.pending = _node_element[node] if node >= 0 else -1
+
+cdef inline void emit_scalar(Json* j, int kind, int64_t number) noexcept:
+    cdef int action = value_action(j)
+    if action:
+        record_scalar(j.record, action, kind, &j.sbuf, number, j.nonempty, 0, 0)
+    after_value(j)
+
+cdef inline void open_container(Json* j, unsigned char c) noexcept:
+    cdef int node = j.pending
+    if j.depth >= MAX_DEPTH:
+        j.state = S_ERROR
+        return
+    j.stack[j.depth] = c
+    if j.nodes != NULL:
+        j.nodes[j.depth] = node
+    j.depth += 1
+    if node >= 0 and _node_action[node]:
+        record_begin(j.record, _node_action[node], c == b'{')
+    if c == b'{':
+        j.state = S_KEY_OR_END
+    else:
+        j.state = S_VALUE_OR_END
+        j.pending = _node_element[node] if node >= 0 else -1
+
+cdef inline void close_container(Json* j, unsigned char c) noexcept:
+    cdef unsigned char opener = b'{' if c == b'}' else b'['
+    cdef int node
+    if j.depth == 0 or j.stack[j.depth - 1] != opener:
+        j.state = S_ERROR
+        return
+    j.depth -= 1
+    node = j.nodes[j.depth] if j.nodes != NULL else -1
+    if node >= 0 and _node_action[node]:
+        record_end(j.record, _node_action[node], opener == b'{')
+    after_value(j)
+
+cdef inline void start_string(Json* j, bint is_key) noexcept:
+    cdef int action
+    j.state = S_STRING
+    j.is_key = is_key
+    j.nonempty = False
+    if is_key:
+        j.key.len = 0
+        j.capture = 0
+    else:
+        action = value_action(j)
+        j.action = action
+        j.sbuf.len = 0
+        if _full_capture[action]:
+            j.capture = 2
+            j.cap_start = j.record.captured.len
+        elif _short_capture[action]:
+            j.capture = 1
+        else:
+            j.capture = 0
+
+cdef inline int emit_bytes(Json* j, const char* p, Py_ssize_t n) except -1:
+    j.nonempty = True
+    if j.is_key:
+        str_append(&j.key, p, n)
+    elif j.capture == 2:
+        buf_append(&j.record.captured, p, n)
+    elif j.capture == 1:
+        str_append(&j.sbuf, p, n)
+    return 0
+
+cdef inline void end_string(Json* j) noexcept:
+    cdef int node, action
+    if j.is_key:
+        j.is_key = False
+        node = j.nodes[j.depth - 1] if j.nodes != NULL else -1
+        if node >= 0 and j.key.len <= CAP:
+            j.pending = tree_child(node, j.key.s, j.key.len)
+        else:
+            j.pending = -1
+        j.state = S_COLON
+        return
+    action = value_action(j)
+    if action:
+        if j.capture == 2:
+            record_scalar(j.record, action, K_STRING, &j.sbuf, -1, j.nonempty,
+                          j.cap_start, j.record.captured.len - j.cap_start)
+        else:
+            if j.capture == 0:
+                j.sbuf.len = -1
+            record_scalar(j.record, action, K_STRING, &j.sbuf, -1, j.nonempty, 0, 0)
+    after_value(j)
+
+cdef inline void end_number(Json* j) noexcept:
+    j.sbuf.len = -1
+    emit_scalar(j, K_NUMBER, j.num_value if j.num_int and j.num_value < MAX_INT else -1)
+
+cdef inline void start_value(Json* j, unsigned char c) noexcept:
+    if c == b'"':
+        start_string(j, False)
+    elif c == b'{' or c == b'[':
+        open_container(j, c)
+    elif c == b'-' or (c >= b'0' and c <= b'9'):
+        j.state = S_NUMBER
+        j.num_int = True
+        j.num_value = 0
+        if c == b'-':
+            j.num = N_MINUS
+            j.num_int = False
+        elif c == b'0':
+            j.num = N_ZERO
+        else:
+            j.num = N_INT
+            j.num_value = c - 48
+    elif c == b't':
+        j.state = S_LITERAL
+        j.literal = "true"
+        j.lit_len = 4
+        j.lit_pos = 1
+    elif c == b'f':
+        j.state = S_LITERAL
+        j.literal = "false"
+        j.lit_len = 5
+        j.lit_pos = 1
+    elif c == b'n':
+        j.state = S_LITERAL
+        j.literal = "null"
+        j.lit_len = 4
+        j.lit_pos = 1
+    else:
+        j.state = S_ERROR
+
+cdef inline bint number_byte(Json* j, unsigned char c) noexcept:
+    """Advance the number by one byte; False if the byte ends the number."""
+    cdef int num = j.num
+    cdef bint digit = c >= b'0' and c <= b'9'
+    if num == N_MINUS:
+        if not digit:
+            return False
+        j.num = N_ZERO if c == b'0' else N_INT
+    elif num == N_ZERO:
+        if c == b'.':
+            j.num = N_DOT
+        elif c == b'e' or c == b'E':
+            j.num = N_E
+        else:
+            return False
+        j.num_int = False
+    elif num == N_INT:
+        if digit:
+            if j.num_value < MAX_INT:
+                j.num_value = j.num_value * 10 + c - 48
+        elif c == b'.':
+            j.num = N_DOT
+            j.num_int = False
+        elif c == b'e' or c == b'E':
+            j.num = N_E
+            j.num_int = False
+        else:
+            return False
+    elif num == N_DOT:
+        if not digit:
+            return False
+        j.num = N_FRAC
+    elif num == N_FRAC:
+        if c == b'e' or c == b'E':
+            j.num = N_E
+        elif not digit:
+            return False
+    elif num == N_E:
+        if c == b'+' or c == b'-':
+            j.num = N_ESIGN
+        elif digit:
+            j.num = N_EXP
+        else:
+            return False
+    elif num == N_ESIGN:
+        if not digit:
+            return False
+        j.num = N_EXP
+    else:
+        if not digit:
+            return False
+    return True
+
+# byte classes: 1 = ends a plain run inside a string ('"', '\\', control), 2 = JSON whitespace
+cdef unsigned char _string_stop[256]
+cdef unsigned char _is_ws[256]
+cdef signed char _hex[256]
+memset(_string_stop, 0, 256)
+memset(_is_ws, 0, 256)
+memset(_hex, -1, 256)
+for _c in range(32):
+    _string_stop[_c] = 1
+_string_stop[34] = 1
+_string_stop[92] = 1
+for _c in (0x20, 0x09, 0x0A, 0x0D):
+    _is_ws[_c] = 1
+for _c in range(10):
+    _hex[0x30 + _c] = _c
+for _c in range(6):
+    _hex[0x61 + _c] = 10 + _c
+    _hex[0x41 + _c] = 10 + _c
+
+cdef inline int emit_code_unit(Json* j, int cp) except -1:
+    """An unescaped \\uXXXX as UTF-8 (surrogates too, as Python's 'surrogatepass')."""
+    cdef char out[3]
+    if cp < 0x80:
+        out[0] = <char>cp
+        return emit_bytes(j, out, 1)
+    if cp < 0x800:
+        out[0] = <char>(0xC0 | (cp >> 6))
+        out[1] = <char>(0x80 | (cp & 0x3F))
+        return emit_bytes(j, out, 2)
+    out[0] = <char>(0xE0 | (cp >> 12))
+    out[1] = <char>(0x80 | ((cp >> 6) & 0x3F))
+    out[2] = <char>(0x80 | (cp & 0x3F))
+    return emit_bytes(j, out, 3)
+
+cdef int json_feed(Json* j, const unsigned char* p, Py_ssize_t n) except -1:
+    cdef Py_ssize_t i = 0, start
+    cdef unsigned char c
+    cdef int state, h
+    cdef const char* esc
+    while i < n:
+        state = j.state
+        if state == S_ERROR:
+            return 0
+        c = p[i]
+        if state == S_STRING:
+            if not _string_stop[c]:
+                start = i
+                i += 1
+                while i < n and not _string_stop[p[i]]:
+                    i += 1
+                if j.capture or j.is_key:
+                    emit_bytes(j, <const char*>p + start, i - start)
+                else:
+                    j.nonempty = True
+                continue
+            if c == b'"':
+                end_string(j)
+            elif c == b'\\':
+                j.state = S_ESCAPE
+            else:
+                j.state = S_ERROR
+            i += 1
+            continue
+        if state == S_ESCAPE:
+            esc = NULL
+            if c == b'u':
+                j.state = S_UNICODE
+                j.hex_value = 0
+                j.hex_left = 4
+            elif c == b'"':
+                esc = "\""
+            elif c == b'\\':
+                esc = "\\"
+            elif c == b'/':
+                esc = "/"
+            elif c == b'b':
+                esc = "\b"
+            elif c == b'f':
+                esc = "\f"
+            elif c == b'n':
+                esc = "\n"
+            elif c == b'r':
+                esc = "\r"
+            elif c == b't':
+                esc = "\t"
+            else:
+                j.state = S_ERROR
+            if esc != NULL:
+                emit_bytes(j, esc, 1)
+                j.state = S_STRING
+            i += 1
+            continue
+        if state == S_UNICODE:
+            h = _hex[c]
+            if h < 0:
+                j.state = S_ERROR
+            else:
+                j.hex_value = j.hex_value * 16 + h
+                j.hex_left -= 1
+                if j.hex_left == 0:
+                    emit_code_unit(j, j.hex_value)
+                    j.state = S_STRING
+            i += 1
+            continue
+        if state == S_NUMBER:
+            if number_byte(j, c):
+                i += 1
+                continue
+            if not number_terminal(j.num):
+                j.state = S_ERROR
+                return 0
+            end_number(j)
+            continue  # the byte that ended the number is read again
+        if state == S_LITERAL:
+            if c != <unsigned char>j.literal[j.lit_pos]:
+                j.state = S_ERROR
+                return 0
+            j.lit_pos += 1
+            if j.lit_pos == j.lit_len:
+                j.sbuf.len = -1
+                emit_scalar(j, K_TRUE if j.lit_len == 4 and j.literal[0] == b't'
+                            else K_FALSE if j.lit_len == 5 else K_NULL, -1)
+            i += 1
+            continue
+        i += 1
+        if _is_ws[c]:
+            continue
+        j.seen = True
+        if state == S_VALUE:
+            start_value(j, c)
+        elif state == S_VALUE_OR_END:
+            if c == b']':
+                close_container(j, c)
+            else:
+                start_value(j, c)
+        elif state == S_KEY_OR_END or state == S_KEY:
+            if c == b'"':
+                start_string(j, True)
+            elif c == b'}' and state == S_KEY_OR_END:
+                close_container(j, c)
+            else:
+                j.state = S_ERROR
+        elif state == S_COLON:
+            j.state = S_VALUE if c == b':' else S_ERROR
+        elif state == S_AFTER:
+            if j.depth == 0:
+                j.state = S_ERROR
+            elif c == b',':
+                j.state = S_KEY if j.stack[j.depth - 1] == b'{' else S_VALUE
+            elif c == b'}' or c == b']':
+                close_container(j, c)
+            else:
+                j.state = S_ERROR
+    return 0
+
+cdef bint json_finish(Json* j) noexcept:
+    if j.state == S_NUMBER and j.depth == 0 and number_terminal(j.num):
+        end_number(j)
+    return j.state == S_AFTER and j.depth == 0
+
+cdef inline bint json_finish_args(Json* j) noexcept:
+    return not j.seen or json_finish(j)
+
+cdef Json* json_new() except NULL:
+    cdef Json* j = <Json*>PyMem_Malloc(sizeof(Json))
+    if j == NULL:
+        raise MemoryError()
+    json_init(j, NULL, NULL)
+    return j
+
+# ============================================================================ the scanner
+
+ctypedef struct ToolCall:  # chat: one tool call being accumulated
+    int64_t choice
+    int64_t index
+    Str id
+    Json* json
+
+ctypedef struct Block:  # anthropic: a tool block's input being accumulated
+    int64_t index
+    Json* json
+
+ctypedef struct Finish:
+    int64_t index
+    Str raw
+
+cdef enum Dialect:
+    D_NONE = 0
+    D_CHAT = 1
+    D_RESPONSES = 2
+    D_ANTHROPIC = 3
+    D_GEMINI = 4
+
+cdef dict _DIALECT_CODES = {None: D_NONE, "chat": D_CHAT, "responses": D_RESPONSES,
+                            "anthropic": D_ANTHROPIC, "gemini": D_GEMINI}
+cdef tuple _DIALECT_NAMES = ("unknown", "chat", "responses", "anthropic", "gemini")
+cdef unsigned char _BOM[3]
+_BOM[0] = 0xEF
+_BOM[1] = 0xBB
+_BOM[2] = 0xBF
+
+
+cdef class Scanner:
+    """Judge one captured stream: ``feed()`` its bytes in any chunking, then ``close()``."""
+
+    cdef readonly str protocol
+    cdef readonly Py_ssize_t max_event_bytes
+    cdef readonly Py_ssize_t max_line_bytes
+    cdef int dialect
+    cdef bint closed
+    cdef object limit  # None or the name of the bound passed
+    # evidence counters
+    cdef Py_ssize_t total_bytes, events, comments, errors, malformed, residual
+    cdef Py_ssize_t text, reasoning, refusal, tool_calls
+    cdef bint end_marker, sequence_gap, tool_malformed
+    cdef Str error_code, model, blocked
+    # framing
+    cdef unsigned char head[3]
+    cdef int head_len
+    cdef bint at_start, pending_cr
+    cdef Buf line
+    cdef Buf data
+    cdef Py_ssize_t data_lines
+    cdef bint has_event_type
+    cdef Buf event_type_full
+    cdef Py_ssize_t event_bytes, bare_bytes
+    cdef bint bare_active
+    # JSON
+    cdef Json js
+    cdef int* nodes
+    cdef Record rec
+    # dialect state
+    cdef Finish* finishes
+    cdef int n_finishes
+    cdef ToolCall* tools
+    cdef int n_tools
+    cdef Block* blocks
+    cdef int n_blocks
+    cdef int64_t last_seq
+
+    def __cinit__(self):
+        self.nodes = <int*>PyMem_Malloc(MAX_DEPTH * sizeof(int))
+        self.rec.choices = <Choice*>PyMem_Malloc(MAX_CHOICES * sizeof(Choice))
+        self.rec.tools = <Tool*>PyMem_Malloc(MAX_TOOL_CALLS * sizeof(Tool))
+        self.finishes = <Finish*>PyMem_Malloc(MAX_CHOICES * sizeof(Finish))
+        self.tools = <ToolCall*>PyMem_Malloc(MAX_TOOL_CALLS * sizeof(ToolCall))
+        self.blocks = <Block*>PyMem_Malloc(MAX_TOOL_CALLS * sizeof(Block))
+        if (self.nodes == NULL or self.rec.choices == NULL or self.rec.tools == NULL
+                or self.finishes == NULL or self.tools == NULL or self.blocks == NULL):
+            raise MemoryError()
+        self.n_tools = self.n_blocks = 0
+
+    def __init__(self, str protocol="auto", *, max_event_bytes=DEFAULT_MAX_EVENT_BYTES,
+                 max_line_bytes=DEFAULT_MAX_LINE_BYTES):
+        check_options(protocol, max_event_bytes, max_line_bytes)
+        self.protocol = protocol
+        self.max_event_bytes = max_event_bytes
+        self.max_line_bytes = max_line_bytes
+        self.dialect = _DIALECT_CODES[None if protocol == "auto" else protocol]
+        self.at_start = True
+        self.error_code.len = self.model.len = self.blocked.len = -1
+        self.last_seq = -1
+        record_reset(&self.rec)
+
+    def __dealloc__(self):
+        self._free_dialect_state()
+        buf_free(&self.line)
+        buf_free(&self.data)
+        buf_free(&self.rec.captured)
+        PyMem_Free(self.nodes)
+        PyMem_Free(self.rec.choices)
+        PyMem_Free(self.rec.tools)
+        PyMem_Free(self.finishes)
+        PyMem_Free(self.tools)
+        PyMem_Free(self.blocks)
+
+    cdef void _free_dialect_state(self) noexcept:
+        cdef int i
+        for i in range(self.n_tools):
+            PyMem_Free(self.tools[i].json)
+        for i in range(self.n_blocks):
+            PyMem_Free(self.blocks[i].json)
+        self.n_tools = self.n_blocks = 0
+
+    # ------------------------------------------------------------------ framing
+    def feed(self, data):
+        cdef const unsigned char[:] view
+        cdef const unsigned char* p
+        cdef Py_ssize_t n, skip
+        if self.closed:
+            raise RuntimeError("feed() after close()")
+        if isinstance(data, bytes):
+            p = <const unsigned char*>PyBytes_AS_STRING(data)
+            n = PyBytes_GET_SIZE(data)
+        else:
+            data = bytes(data)
+            p = <const unsigned char*>PyBytes_AS_STRING(data)
+            n = PyBytes_GET_SIZE(data)
+        self.total_bytes += n
+        if self.limit is not None or n == 0:
+            return
+        if self.at_start:
+            # hold the first bytes until we know whether they are a BOM
+            skip = 0
+            while skip < n and self.head_len < 3:
+                self.head[self.head_len] = p[skip]
+                self.head_len += 1
+                skip += 1
+                if self.head[self.head_len - 1] != _BOM[self.head_len - 1]:
+                    break
+            if self.head_len < 3 and self.head[self.head_len - 1] == _BOM[self.head_len - 1]:
+                return
+            self.at_start = False
+            if not (self.head_len == 3 and memcmp(self.head, _BOM, 3) == 0):
+                self._scan(self.head, self.head_len)
+                if self.limit is not None:
+                    return
+            self._scan(p + skip, n - skip)
+            return
+        self._scan(p, n)
+
+    cdef int _scan(self, const unsigned char* p, Py_ssize_t n) except -1:
+        cdef Py_ssize_t pos = 0, end, length
+        cdef const unsigned char* lf
+        cdef const unsigned char* cr
+        cdef const unsigned char* hit
+        cdef Py_ssize_t next_lf, next_cr
+        if self.pending_cr:
+            self.pending_cr = False
+            if n and p[0] == b'\n':
+                pos = 1
+        next_lf = -2  # -2: not searched yet, -1: none in this chunk
+        next_cr = -2
+        while True:
+            if next_lf != -1 and next_lf < pos:
+                hit = <const unsigned char*>memchr(p + pos, b'\n', n - pos)
+                next_lf = hit - p if hit != NULL else -1
+            if next_cr != -1 and next_cr < pos:
+                hit = <const unsigned char*>memchr(p + pos, b'\r', n - pos)
+                next_cr = hit - p if hit != NULL else -1
+            if next_lf < 0:
+                end = next_cr
+            elif next_cr < 0:
+                end = next_lf
+            else:
+                end = next_lf if next_lf < next_cr else next_cr
+            if end < 0:
+                break
+            if self.line.len:
+                if self._too_long(self.line.len + end - pos, <unsigned char>self.line.p[0]):
+                    return 0
+                buf_append(&self.line, <const char*>p + pos, end - pos)
+                self._process_line(<const unsigned char*>self.line.p, self.line.len)
+                self.line.len = 0
+            else:
+                length = end - pos
+                if length and self._too_long(length, p[pos]):
+                    return 0
+                self._process_line(p + pos, length)
+            if self.limit is not None:
+                return 0
+            if p[end] == b'\r':
+                if end + 1 == n:
+                    self.pending_cr = True
+                elif p[end + 1] == b'\n':
+                    end += 1
+            pos = end + 1
+        if pos < n:
+            if self._too_long(self.line.len + n - pos,
+                              <unsigned char>self.line.p[0] if self.line.len else p[pos]):
+                return 0
+            buf_append(&self.line, <const char*>p + pos, n - pos)
+        return 0
+
+    cdef bint _too_long(self, Py_ssize_t line_length, unsigned char first) except -1:
+        if line_length > self.max_line_bytes:
+            self._exceed("line")
+        elif (first != b':' and
+              self.event_bytes + self.bare_bytes + line_length > self.max_event_bytes):
+            self._exceed("event")
+        else:
+            return False
+        return True
+
+    cdef void _exceed(self, str which):
+        self.limit = which
+        # drop every buffer at once: nothing more is read
+        buf_free(&self.line)
+        buf_free(&self.data)
+        buf_free(&self.rec.captured)
+        self.bare_active = False
+        self._free_dialect_state()
+
+    cdef int _process_line(self, const unsigned char* line, Py_ssize_t n) except -1:
+        cdef const unsigned char* colon
+        cdef Py_ssize_t name_len, value_off
+        cdef int field
+        if n == 0:
+            self._dispatch()
+            return 0
+        if line[0] == b':':
+            self.comments += 1
+            return 0
+        colon = <const unsigned char*>memchr(line, b':', n)
+        if colon == NULL:
+            name_len = n
+            value_off = n
+        else:
+            name_len = colon - line
+            value_off = name_len + 1
+            if value_off < n and line[value_off] == b' ':
+                value_off += 1
+        field = _field(line, name_len)
+        if self.bare_active:
+            if field == F_OTHER or field == F_ERROR:
+                self.bare_bytes += n
+                self._feed_bare(line, n)
+                return 0
+            self._abandon_bare()
+        if line[0] == b'{':
+            # a bare JSON object, not framed as SSE (Gemini's mid-stream errors)
+            record_reset(&self.rec)
+            json_init(&self.js, &self.rec, self.nodes)
+            self.bare_active = True
+            self.bare_bytes = n
+            self._feed_bare(line, n)
+            return 0
+        self.event_bytes += n
+        if field == F_DATA:
+            buf_append(&self.data, <const char*>line + value_off, n - value_off)
+            buf_append(&self.data, "\n", 1)
+            self.data_lines += 1
+        elif field == F_EVENT:
+            self.event_type_full.len = 0
+            buf_append(&self.event_type_full, <const char*>line + value_off, n - value_off)
+            self.has_event_type = True
+        elif field == F_ERROR:  # llama.cpp sent errors as an "error:" field
+            self.errors += 1
+        return 0
+
+    cdef int _feed_bare(self, const unsigned char* line, Py_ssize_t n) except -1:
+        json_feed(&self.js, line, n)
+        json_feed(&self.js, <const unsigned char*>"\n", 1)
+        if self.js.state == S_ERROR:
+            self._abandon_bare()
+        elif json_done(&self.js):
+            self.bare_active = False
+            self.bare_bytes = 0
+            self.events += 1
+            self._interpret(<const unsigned char*>"", 0)
+        return 0
+
+    cdef void _abandon_bare(self) noexcept:
+        self.bare_active = False
+        self.bare_bytes = 0
+        self.malformed += 1
+
+    cdef int _dispatch(self) except -1:
+        cdef const unsigned char* etype
+        cdef Py_ssize_t etype_len
+        if self.bare_active:
+            self._abandon_bare()
+        if self.data_lines:
+            if self.has_event_type and self.event_type_full.len:
+                etype = <const unsigned char*>self.event_type_full.p
+                etype_len = self.event_type_full.len
+            else:
+                etype = <const unsigned char*>"message"
+                etype_len = 7
+            self.data_lines = 0
+            self._handle_event(etype, etype_len, <const unsigned char*>self.data.p,
+                               self.data.len - 1)
+            self.data.len = 0
+        self.has_event_type = False
+        self.event_type_full.len = 0
+        self.event_bytes = 0
+        return 0
+
+    # ------------------------------------------------------------------ events
+    cdef int _handle_event(self, const unsigned char* etype, Py_ssize_t etype_len,
+                           const unsigned char* data, Py_ssize_t n) except -1:
+        self.events += 1
+        if etype_len == 5 and memcmp(etype, "error", 5) == 0:
+            self.errors += 1
+        if n == PyBytes_GET_SIZE(_done) and memcmp(data, PyBytes_AS_STRING(_done), n) == 0:
+            if self.dialect == D_NONE:
+                self.dialect = D_CHAT
+            if self.dialect == D_CHAT:
+                self.end_marker = True
+            return 0
+        record_reset(&self.rec)
+        json_init(&self.js, &self.rec, self.nodes)
+        json_feed(&self.js, data, n)
+        if not json_finish(&self.js):
+            self.malformed += 1
+            return 0
+        self._interpret(etype, etype_len)
+        return 0
+
+    cdef int _interpret(self, const unsigned char* etype, Py_ssize_t etype_len) except -1:
+        cdef Record* r = &self.rec
+        cdef const char* name
+        cdef Py_ssize_t name_len
+        if r.too_many:
+            self._exceed("choices" if r.too_many == 1 else "tool_calls")
+            return 0
+        if r.error:
+            self._note_error()
+        if r.type.len >= 0:
+            name = r.type.s
+            name_len = r.type.len
+        else:
+            name = <const char*>etype
+            name_len = etype_len
+        if self.dialect == D_NONE:
+            self.dialect = self._detect(name, name_len)
+        if r.model.len >= 0 and self.model.len < 0:
+            self.model = r.model
+        if self.dialect == D_CHAT or self.dialect == D_GEMINI:
+            self._choices()
+        elif self.dialect == D_RESPONSES:
+            self._responses(_responses_kinds.get(name, name_len))
+        elif self.dialect == D_ANTHROPIC:
+            self._anthropic(_anthropic_kinds.get(name, name_len))
+        return 0
+
+    cdef int _detect(self, const char* name, Py_ssize_t name_len) except -1:
+        cdef bytes prefix
+        cdef int found
+        for prefix, protocol in _detect_prefixes:
+            if (name_len >= PyBytes_GET_SIZE(prefix)
+                    and memcmp(name, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix)) == 0):
+                return _DIALECT_CODES[protocol]
+        found = _detect_types.get(name, name_len)
+        if found >= 0:
+            return _DIALECT_CODES[_detect_type_protocols[found]]
+        if self.rec.has_choices or (
+                self.rec.object.len == PyBytes_GET_SIZE(_chat_object)
+                and memcmp(self.rec.object.s, PyBytes_AS_STRING(_chat_object),
+                           self.rec.object.len) == 0):
+            return D_CHAT
+        if self.rec.gemini:
+            return D_GEMINI
+        return D_NONE
+
+    cdef void _note_error(self) noexcept:
+        cdef Record* r = &self.rec
+        cdef const Str* order[4]
+        cdef int i
+        cdef bint numeric
+        self.errors += 1
+        if self.error_code.len >= 0:
+            return
+        order[0] = &r.err_code
+        order[1] = &r.err_type
+        order[2] = &r.err_status
+        order[3] = &r.flat_code
+        numeric = r.err_code.len > 0
+        for i in range(r.err_code.len if r.err_code.len > 0 else 0):
+            if not (b'0' <= <unsigned char>r.err_code.s[i] <= b'9'):
+                numeric = False
+                break
+        if numeric:  # "CANCELLED" says more than 499
+            order[0] = &r.err_type
+            order[1] = &r.err_status
+            order[2] = &r.flat_code
+            order[3] = &r.err_code
+        for i in range(4):
+            if order[i].len > 0:
+                self.error_code = order[i][0]
+                return
+
+    cdef int _finish(self, int64_t index, const Str* raw) except -1:
+        """Register a choice, and its finish reason once one arrives (the last one wins)."""
+        cdef int i
+        for i in range(self.n_finishes):
+            if self.finishes[i].index == index:
+                if raw.len >= 0:
+                    self.finishes[i].raw = raw[0]
+                return 0
+        if self.n_finishes >= MAX_CHOICES:
+            self._exceed("choices")
+            return 0
+        self.finishes[self.n_finishes].index = index
+        self.finishes[self.n_finishes].raw = raw[0]
+        self.n_finishes += 1
+        return 0
+
+    cdef int _choices(self) except -1:
+        """chat chunks and gemini chunks: per-choice text, reasoning, tools, finish."""
+        cdef Record* r = &self.rec
+        cdef Choice* choice
+        cdef int64_t index
+        cdef int i, k
+        cdef bint all_final
+        for i in range(r.n_choices):
+            choice = &r.choices[i]
+            index = choice.index if choice.index >= 0 else choice.ordinal
+            self._finish(index, &choice.finish)
+            if self.limit is not None:
+                return 0
+            self.text += choice.text
+            self.reasoning += choice.reasoning
+            self.refusal += choice.refusal
+            self.tool_calls += choice.tool
+            for k in range(choice.tool_start, choice.tool_start + choice.tool_count):
+                self._tool_fragment(index, &r.tools[k])
+                if self.limit is not None:
+                    return 0
+        if self.dialect == D_GEMINI:
+            # No end marker exists: the last chunk must close every candidate it carries.
+            if r.block_reason.len >= 0:
+                self.blocked = r.block_reason
+                self.end_marker = True
+            elif r.n_choices:
+                all_final = True
+                for i in range(r.n_choices):
+                    if r.choices[i].finish.len < 0:
+                        all_final = False
+                self.end_marker = all_final
+        return 0
+
+    cdef int _tool_fragment(self, int64_t choice_index, Tool* fragment) except -1:
+        cdef int64_t index = fragment.index if fragment.index >= 0 else fragment.ordinal
+        cdef ToolCall* call = NULL
+        cdef int i
+        for i in range(self.n_tools - 1, -1, -1):
+            if self.tools[i].choice == choice_index and self.tools[i].index == index:
+                call = &self.tools[i]
+                break
+        if call == NULL or (fragment.id.len > 0 and call.id.len > 0
+                            and not str_eq(&fragment.id, &call.id)):
+            if call != NULL:  # a new id at the same index: the earlier call is over
+                self._check_args(call.json)
+                json_init(call.json, NULL, NULL)
+            else:
+                if self.n_tools >= MAX_TOOL_CALLS:
+                    self._exceed("tool_calls")
+                    return 0
+                call = &self.tools[self.n_tools]
+                call.json = json_new()
+                self.n_tools += 1
+                call.choice = choice_index
+                call.index = index
+            call.id = fragment.id
+            self.tool_calls += 1
+        elif fragment.id.len > 0 and call.id.len <= 0:
+            call.id = fragment.id
+        if fragment.args_len > 0:
+            json_feed(call.json, <const unsigned char*>self.rec.captured.p + fragment.args_off,
+                      fragment.args_len)
+        return 0
+
+    cdef void _check_args(self, Json* j) noexcept:
+        if not json_finish_args(j):
+            self.tool_malformed = True
+
+    cdef void _sequence(self) noexcept:
+        cdef int64_t seq = self.rec.seq
+        if seq < 0:
+            return
+        if self.last_seq >= 0 and seq != self.last_seq + 1:
+            self.sequence_gap = True
+        self.last_seq = seq
+
+    cdef int _responses(self, int kind) except -1:
+        cdef Record* r = &self.rec
+        cdef Json check
+        cdef Str completed
+        cdef Py_ssize_t suffix = PyBytes_GET_SIZE(_r_tool_suffix)
+        self._sequence()
+        if kind == K_TEXT_DELTA:
+            self.text += r.delta
+        elif kind == K_REFUSAL_DELTA:
+            self.refusal += r.delta
+        elif kind == K_REASONING_DELTA:
+            self.reasoning += r.delta
+        elif kind == K_ITEM_ADDED:
+            if _r_reasoning.get(r.item_type.s, max(r.item_type.len, 0)) >= 0:
+                self.reasoning += 1
+            elif (r.item_type.len >= suffix and memcmp(
+                    r.item_type.s + r.item_type.len - suffix,
+                    PyBytes_AS_STRING(_r_tool_suffix), suffix) == 0):
+                self.tool_calls += 1
+        elif kind == K_ARGS_DONE:
+            json_init(&check, NULL, NULL)
+            if r.args_len > 0:
+                json_feed(&check, <const unsigned char*>r.captured.p + r.args_off, r.args_len)
+            self._check_args(&check)
+        elif kind == K_COMPLETED:
+            self.end_marker = True
+            completed.len = 0
+            str_append(&completed, PyBytes_AS_STRING(_completed), PyBytes_GET_SIZE(_completed))
+            self._finish(0, &completed)
+        elif kind == K_INCOMPLETE:
+            self.end_marker = True
+            self._finish(0, &r.incomplete_reason)
+        elif kind == K_FAILED:
+            self.end_marker = True
+            if not r.error:
+                self._note_error()
+        elif kind == K_ERROR:
+            if not r.error:
+                self._note_error()
+        return 0
+
+    cdef int _anthropic(self, int kind) except -1:
+        cdef Record* r = &self.rec
+        cdef Str absent
+        cdef int64_t index
+        cdef int i, found
+        absent.len = -1
+        if kind == K_START:
+            self._finish(0, &absent)
+        elif kind == K_BLOCK_START:
+            if _a_reasoning.get_str(&r.block_type) >= 0:
+                self.reasoning += 1
+            if _a_tool.get_str(&r.block_type) >= 0:
+                self.tool_calls += 1
+            if _a_json_input.get_str(&r.block_type) >= 0:
+                index = r.block_index
+                found = -1
+                for i in range(self.n_blocks):
+                    if self.blocks[i].index == index:
+                        found = i
+                        break
+                if found >= 0:
+                    self._check_args(self.blocks[found].json)
+                    json_init(self.blocks[found].json, NULL, NULL)
+                else:
+                    if self.n_blocks >= MAX_TOOL_CALLS:
+                        self._exceed("tool_calls")
+                        return 0
+                    self.blocks[self.n_blocks].index = index
+                    self.blocks[self.n_blocks].json = json_new()
+                    self.n_blocks += 1
+        elif kind == K_BLOCK_DELTA:
+            self.text += r.delta_text
+            self.reasoning += r.delta_thinking
+            if r.delta_json_len > 0:
+                for i in range(self.n_blocks):
+                    if self.blocks[i].index == r.block_index:
+                        json_feed(self.blocks[i].json,
+                                  <const unsigned char*>r.captured.p + r.delta_json_off,
+                                  r.delta_json_len)
+                        break
+        elif kind == K_MESSAGE_DELTA:
+            self._finish(0, &r.stop_reason)
+        elif kind == K_MESSAGE_STOP:
+            self.end_marker = True
+        elif kind == K_ERROR:
+            if not r.error:
+                self._note_error()
+        return 0
+
+    # ------------------------------------------------------------------ the end
+    def close(self, str transport="eof"):
+        cdef int i
+        check_transport(transport)
+        if self.closed:
+            raise RuntimeError("close() called twice")
+        self.closed = True
+        if self.at_start and self.head_len and self.limit is None:
+            self.at_start = False
+            self._scan(self.head, self.head_len)
+        ev = Evidence()
+        if self.limit is None:
+            self.residual = self.line.len + self.event_bytes + self.bare_bytes
+            for i in range(self.n_tools):
+                self._check_args(self.tools[i].json)
+            for i in range(self.n_blocks):
+                self._check_args(self.blocks[i].json)
+            ev.finishes = [(self.finishes[i].index, str_bytes(&self.finishes[i].raw))
+                           for i in range(self.n_finishes)]
+        ev.protocol = _DIALECT_NAMES[self.dialect]
+        ev.bytes = self.total_bytes
+        ev.events = self.events
+        ev.comments = self.comments
+        ev.limit = self.limit
+        ev.errors = self.errors
+        ev.error_code = str_bytes(&self.error_code)
+        ev.end_marker = self.end_marker
+        ev.residual_bytes = self.residual
+        ev.malformed_events = self.malformed
+        ev.sequence_gap = self.sequence_gap
+        ev.blocked = str_bytes(&self.blocked)
+        ev.text = self.text
+        ev.reasoning = self.reasoning
+        ev.refusal = self.refusal
+        ev.tool_calls = self.tool_calls
+        ev.tool_malformed = self.tool_malformed
+        ev.model = str_bytes(&self.model)
+        self._free_dialect_state()
+        return decide(ev, transport)
+
+
+cdef enum Field:
+    F_OTHER = 0
+    F_DATA = 1
+    F_EVENT = 2
+    F_ID = 3
+    F_RETRY = 4
+    F_ERROR = 5
+
+cdef inline int _field(const unsigned char* name, Py_ssize_t n) noexcept:
+    if n == 4 and memcmp(name, "data", 4) == 0:
+        return F_DATA
+    if n == 5 and memcmp(name, "event", 5) == 0:
+        return F_EVENT
+    if n == 2 and memcmp(name, "id", 2) == 0:
+        return F_ID
+    if n == 5 and memcmp(name, "retry", 5) == 0:
+        return F_RETRY
+    if n == 5 and memcmp(name, "error", 5) == 0:
+        return F_ERROR
+    return F_OTHER
+
+
+def scan(data, str protocol="auto", str transport="eof", *,
+         max_event_bytes=DEFAULT_MAX_EVENT_BYTES, max_line_bytes=DEFAULT_MAX_LINE_BYTES):
+    """Judge a whole captured stream at once."""
+    cdef Scanner scanner = Scanner(protocol, max_event_bytes=max_event_bytes,
+                                   max_line_bytes=max_line_bytes)
+    scanner.feed(data)
+    return scanner.close(transport)
