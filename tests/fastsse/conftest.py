@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import os
 import random
 from pathlib import Path
 
 import pytest
 
 IMPLEMENTATIONS = {"python": "fastsse._scanner_py", "cython": "fastsse._scanner"}
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
+CORPUS = Path(os.environ.get("FASTSSE_CORPUS") or Path(__file__).resolve().parents[3] / "shared" / "corpus")
 
 
 @pytest.fixture(scope="session", params=sorted(IMPLEMENTATIONS))

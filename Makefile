@@ -1,0 +1,30 @@
+# Everything a fresh machine needs is set up by these targets: they create .venv, install the
+# project with its compiled scanner, then run.  `make test` is the one test command (CI too).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: test bench clean
+
+test: $(VENV)/.installed
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.installed-bench
+	$(BIN)/python bench/bench_scanner.py
+
+$(VENV)/.created:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	touch $@
+
+# Reinstalled whenever the packaging or the compiled scanner changes.
+$(VENV)/.installed: $(VENV)/.created pyproject.toml setup.py fastsse/_scanner.pyx
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+$(VENV)/.installed-bench: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	touch $@
+
+clean:
+	rm -rf $(VENV) build *.egg-info fastsse/_scanner.c fastsse/*.so
