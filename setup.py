@@ -13,7 +13,13 @@ else:
     from Cython.Build import cythonize
 
     ext_modules = cythonize(
-        [Extension("fastsse._scanner", ["fastsse/_scanner.pyx"], extra_compile_args=["-O3"])],
+        [Extension(
+                "fastsse._scanner",
+                ["fastsse/_scanner.pyx"],
+                depends=["fastsse/_simd.h"],
+                include_dirs=["fastsse"],
+                extra_compile_args=["-O3"],
+            )],
         compiler_directives={
             "language_level": "3",
             "boundscheck": False,

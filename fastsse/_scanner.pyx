@@ -15,6 +15,10 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport int64_t
 from libc.string cimport memchr, memcmp, memcpy, memset
 
+
+cdef extern from "_simd.h":
+    Py_ssize_t fastsse_plain_run(const unsigned char* p, Py_ssize_t n) noexcept nogil
+
 from . import _dialects as d
 from . import _limits
 from ._limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, check_options, check_transport
@@ -240,9 +244,19 @@ for _i, (_action, _children, _element) in enumerate(d.JSON_TREE):
         _key_node[_k] = _child
         _k += 1
 
+# Keys of a node sorted by length, with a bitmask of the lengths present: most keys of an
+# event are not in the tree and are dismissed by one bit test.
+cdef unsigned long long* _node_lengths = <unsigned long long*>PyMem_Malloc(_n_nodes * sizeof(unsigned long long))
+for _i, (_action, _children, _element) in enumerate(d.JSON_TREE):
+    _node_lengths[_i] = 0
+    for _key in _children:
+        _node_lengths[_i] |= (<unsigned long long>1) << min(len(_key), 63)
+
 cdef inline int tree_child(int node, const char* key, Py_ssize_t n) noexcept:
     """The node for key under node, or -1."""
     cdef int k
+    if not (_node_lengths[node] >> (n if n < 63 else 63)) & 1:
+        return -1
     for k in range(_node_first_key[node], _node_first_key[node] + _node_n_keys[node]):
         if _key_len[k] == n and memcmp(_key_text[k], key, n) == 0:
             return _key_node[k]
@@ -806,9 +820,7 @@ cdef int json_feed(Json* j, const unsigned char* p, Py_ssize_t n) except -1:
         if state == S_STRING:
             if not _string_stop[c]:
                 start = i
-                i += 1
-                while i < n and not _string_stop[p[i]]:
-                    i += 1
+                i += 1 + fastsse_plain_run(p + i + 1, n - i - 1)
                 if j.capture or j.is_key:
                     emit_bytes(j, <const char*>p + start, i - start)
                 else:
@@ -1243,6 +1255,8 @@ cdef class Scanner:
         self.events += 1
         if etype_len == 5 and memcmp(etype, "error", 5) == 0:
             self.errors += 1
+        if n == 0:  # "data:" alone: a keep-alive, nothing to judge
+            return 0
         if n == PyBytes_GET_SIZE(_done) and memcmp(data, PyBytes_AS_STRING(_done), n) == 0:
             if self.dialect == D_NONE:
                 self.dialect = D_CHAT

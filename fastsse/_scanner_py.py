@@ -824,6 +824,8 @@ class Scanner:
         ev.events += 1
         if event_type == _ERROR_EVENT:
             ev.errors += 1
+        if not data:  # "data:" alone: a keep-alive, nothing to judge
+            return
         if data == d.DONE_SENTINEL:
             if self._dialect is None:
                 self._dialect = "chat"

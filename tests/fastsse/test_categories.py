@@ -31,7 +31,7 @@ from fastsse._verdict import (
 )
 
 DIALECTS = ("chat", "responses", "anthropic", "gemini")
-assert set(DIALECTS) == set(PROTOCOLS)
+assert set(DIALECTS) | {"auto"} == set(PROTOCOLS)
 
 # Our own statement of the retry rule (not read from fastsse): transient faults are worth a
 # retry, walls the same request would hit again (limits, filters, token caps) are not.
@@ -128,6 +128,11 @@ def chat_tool_stream(*arg_pieces, name="get_weather", finish="tool_calls") -> by
     )
 
 
+def mistral_thinking(t):
+    """Magistral: delta.content is a list of typed parts; reasoning is a "thinking" part."""
+    return [{"type": "thinking", "thinking": [{"type": "text", "text": t}]}]
+
+
 def chat_reasoning(*thoughts, key="reasoning_content", model="deepseek-reasoner") -> list[bytes]:
     return [chat_chunk(choice(role="assistant", content=None, **{key: ""}), model=model)] + [
         chat_chunk(choice(content=None, **{key: t}), model=model) for t in thoughts
@@ -163,32 +168,71 @@ def _response(status, output=(), **extra):
 
 
 def r_created():
-    return [r("response.created", response=_response("in_progress")), r("response.in_progress", response=_response("in_progress"))]
+    return [
+        r("response.created", response=_response("in_progress")),
+        r("response.in_progress", response=_response("in_progress")),
+    ]
 
 
 def r_message(*deltas):
     events = [
-        r("response.output_item.added", output_index=0, item={"id": MSG_ID, "type": "message", "status": "in_progress", "content": [], "role": "assistant"}),
-        r("response.content_part.added", item_id=MSG_ID, output_index=0, content_index=0, part={"type": "output_text", "annotations": [], "text": ""}),
+        r(
+            "response.output_item.added",
+            output_index=0,
+            item={"id": MSG_ID, "type": "message", "status": "in_progress", "content": [], "role": "assistant"},
+        ),
+        r(
+            "response.content_part.added",
+            item_id=MSG_ID,
+            output_index=0,
+            content_index=0,
+            part={"type": "output_text", "annotations": [], "text": ""},
+        ),
     ]
-    events += [r("response.output_text.delta", item_id=MSG_ID, output_index=0, content_index=0, delta=d, logprobs=[]) for d in deltas]
+    events += [
+        r("response.output_text.delta", item_id=MSG_ID, output_index=0, content_index=0, delta=d, logprobs=[])
+        for d in deltas
+    ]
     text = "".join(deltas)
     events += [
         r("response.output_text.done", item_id=MSG_ID, output_index=0, content_index=0, text=text, logprobs=[]),
-        r("response.output_item.done", output_index=0, item={"id": MSG_ID, "type": "message", "status": "completed", "content": [{"type": "output_text", "annotations": [], "text": text}], "role": "assistant"}),
+        r(
+            "response.output_item.done",
+            output_index=0,
+            item={
+                "id": MSG_ID,
+                "type": "message",
+                "status": "completed",
+                "content": [{"type": "output_text", "annotations": [], "text": text}],
+                "role": "assistant",
+            },
+        ),
     ]
     return events
 
 
 def r_reasoning(*summary_deltas, kind="reasoning_summary_text"):
     events = [r("response.output_item.added", output_index=0, item={"id": RS_ID, "type": "reasoning", "summary": []})]
-    events += [r(f"response.{kind}.delta", item_id=RS_ID, output_index=0, summary_index=0, delta=d) for d in summary_deltas]
+    events += [
+        r(f"response.{kind}.delta", item_id=RS_ID, output_index=0, summary_index=0, delta=d) for d in summary_deltas
+    ]
     return events
 
 
 def r_function_call(arguments, name="get_weather"):
     return [
-        r("response.output_item.added", output_index=0, item={"id": FC_ID, "type": "function_call", "status": "in_progress", "arguments": "", "call_id": "call_sVidsfFJ6zlz", "name": name}),
+        r(
+            "response.output_item.added",
+            output_index=0,
+            item={
+                "id": FC_ID,
+                "type": "function_call",
+                "status": "in_progress",
+                "arguments": "",
+                "call_id": "call_sVidsfFJ6zlz",
+                "name": name,
+            },
+        ),
         r("response.function_call_arguments.delta", item_id=FC_ID, output_index=0, delta=arguments),
         r("response.function_call_arguments.done", item_id=FC_ID, output_index=0, arguments=arguments),
     ]
@@ -196,12 +240,23 @@ def r_function_call(arguments, name="get_weather"):
 
 def r_completed(text=""):
     output = [{"type": "message", "content": [{"type": "output_text", "text": text}]}] if text else []
-    return r("response.completed", response=_response("completed", output, usage={"input_tokens": 12, "output_tokens": 9, "total_tokens": 21}))
+    return r(
+        "response.completed",
+        response=_response("completed", output, usage={"input_tokens": 12, "output_tokens": 9, "total_tokens": 21}),
+    )
 
 
 def r_incomplete(reason):
     details = None if reason is None else {"reason": reason}
     return r("response.incomplete", response=_response("incomplete", incomplete_details=details))
+
+
+def r_failed(code, message):
+    return r("response.failed", response=_response("failed", error={"code": code, "message": message}))
+
+
+def r_refusal(delta):
+    return r("response.refusal.delta", item_id=MSG_ID, output_index=0, content_index=0, delta=delta)
 
 
 def responses(*events, seqs=None, event_lines=True, done=False, comments=0) -> bytes:
@@ -264,7 +319,9 @@ def a_thinking(index, *thoughts):
 def a_tool(index, *partials, name="get_weather", stop=True):
     block = {"type": "tool_use", "id": "toolu_01EKqbqmZrGRXy18eN7m9kvY", "name": name, "input": {}}
     events = [a("content_block_start", index=index, content_block=block)]
-    events += [a("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": p}) for p in partials]
+    events += [
+        a("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": p}) for p in partials
+    ]
     if stop:
         events.append(a("content_block_stop", index=index))
     return events
@@ -272,8 +329,25 @@ def a_tool(index, *partials, name="get_weather", stop=True):
 
 def a_end(stop_reason, **delta_extra):
     return [
-        a("message_delta", delta={"stop_reason": stop_reason, "stop_sequence": None, **delta_extra}, usage={"output_tokens": 42}),
+        a(
+            "message_delta",
+            delta={"stop_reason": stop_reason, "stop_sequence": None, **delta_extra},
+            usage={"output_tokens": 42},
+        ),
         a("message_stop"),
+    ]
+
+
+def a_server_tool(index, query):
+    block = {"type": "server_tool_use", "id": "srvtoolu_01WYG3ziw53XMcoyKL4XcZmE", "name": "web_search", "input": {}}
+    return [
+        a("content_block_start", index=index, content_block=block),
+        a(
+            "content_block_delta",
+            index=index,
+            delta={"type": "input_json_delta", "partial_json": json.dumps({"query": query})},
+        ),
+        a("content_block_stop", index=index),
     ]
 
 
@@ -340,6 +414,10 @@ def g_bare_error(code, message, status) -> bytes:
     return json.dumps({"error": {"code": code, "message": message, "status": status}}, indent=2).encode() + b"\n"
 
 
+def g_final(*parts, finish="STOP", **extra) -> bytes:
+    return g_chunk(cand(*parts, finish=finish, **extra))
+
+
 def gemini(*chunks) -> bytes:
     return b"".join(chunks)
 
@@ -371,7 +449,27 @@ def case(name, protocol, data, category, *, auto=None, transport="eof", limits=N
 
 
 SMALL = {"max_line_bytes": 64}
+OPENAI_ERROR = (
+    b'data: {"error":{"message":"The server had an error while processing your request.",'
+    b'"type":"server_error","param":null,"code":null}}\n\n'
+)
+GROQ_ERROR = (
+    b'event: error\ndata: {"error":{"message":"Tool call validation failed","type":"invalid_request_error",'
+    b'"code":"tool_use_failed","status_code":400}}\n\n'
+)
+GEMINI_DATA_ERROR = (
+    b'data: {"error": {"code": 503,"message": "The model is overloaded.","status": "UNAVAILABLE"}}\r\n\r\n'
+)
+CUT_CHAT_CHUNK = (  # a chunk whose JSON was cut short, but whose event was still terminated
+    b'data: {"id":"chatcmpl-BRq8xY2mT4kLz9wQe","object":"chat.completion.chunk",'
+    b'"choices":[{"index":0,"delta":{"content":"Hel\n\n'
+)
+QUOTA = "You exceeded your current quota."
+SAFETY_RATINGS = [{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True}]
+DSR = "deepseek-reasoner"
+MAGISTRAL = "magistral-medium-latest"
 
+# fmt: off
 CASES = [
     # ---------------------------------------------------------------- limit_exceeded
     case("long-chunk-line", "chat", chat_text("Hello", " world"), "limit_exceeded", auto="unknown",
@@ -409,12 +507,12 @@ CASES = [
     # OpenAI (go-openai#396): data: {"error": {...}} then [DONE]
     case("openai-error-data", "chat",
          chat(chat_chunk(choice(role="assistant", content="")), chat_chunk(choice(content="The")),
-              b'data: {"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}\n\n'),
+              OPENAI_ERROR),
          "upstream_error", error_code="server_error", retryable=True),
     # Groq: event: error, deterministic code, no [DONE]
     case("groq-event-error", "chat",
          chat(*chat_reasoning("Let me call", key="reasoning", model="openai/gpt-oss-120b"),
-              b'event: error\ndata: {"error":{"message":"Tool call validation failed","type":"invalid_request_error","code":"tool_use_failed","status_code":400}}\n\n',
+              GROQ_ERROR,
               done=False),
          "upstream_error", end_marker_seen=False, error_code="tool_use_failed", retryable=False),
     # llama.cpp (2025): the failure in a non-standard "error:" field, then [DONE]
@@ -430,12 +528,12 @@ CASES = [
     # Responses: nested error event then response.failed (real capture shape)
     case("error-then-failed", "responses",
          responses(*r_created(),
-                   r("error", error={"type": "insufficient_quota", "code": "insufficient_quota", "message": "You exceeded your current quota.", "param": None}),
-                   r("response.failed", response=_response("failed", error={"code": "insufficient_quota", "message": "You exceeded your current quota."}))),
+                   r("error", error={"type": "insufficient_quota", "code": "insufficient_quota", "message": QUOTA, "param": None}),
+                   r_failed("insufficient_quota", QUOTA)),
          "upstream_error", error_code="insufficient_quota", retryable=False, end_marker_seen=True),
     case("failed-server-error", "responses",
          responses(*r_created(), *r_message("Hel")[:3],
-                   r("response.failed", response=_response("failed", error={"code": "server_error", "message": "An error occurred while processing your request."}))),
+                   r_failed("server_error", "An error occurred while processing your request.")),
          "upstream_error", error_code="server_error", retryable=True, end_marker_seen=True),
     # the flat SDK shape of the error event; the stream just stops afterwards
     case("flat-error-event", "responses",
@@ -461,7 +559,7 @@ CASES = [
          gemini(g_chunk(cand(text("Hi"))), g_bare_error(400, "Request contains an invalid argument.", "INVALID_ARGUMENT")),
          "upstream_error", error_code="INVALID_ARGUMENT", retryable=False),
     case("data-error", "gemini",
-         gemini(g_chunk(cand(text("The"))), b'data: {"error": {"code": 503,"message": "The model is overloaded.","status": "UNAVAILABLE"}}\r\n\r\n'),
+         gemini(g_chunk(cand(text("The"))), GEMINI_DATA_ERROR),
          "upstream_error", error_code="UNAVAILABLE", retryable=True),
     case("finish-other", "gemini", gemini_text("The", " answer", finish="OTHER"), "upstream_error",
          finish_reason="other", finish_reason_raw="OTHER", message=MESSAGE_ABNORMAL_FINISH, retryable=True),
@@ -499,11 +597,11 @@ CASES = [
          residual_bytes=len(b"event: ping")),
     # a mid-stream error object that was cut before its closing brace
     case("cut-bare-error", "gemini", gemini_text("Paris.") + b'{\n  "error": {\n    "code": 503,\n', "buffer_residual",
-         residual_bytes=len(b'{  "error": {    "code": 503,'), errors=None),
+         residual_bytes=len(b'{  "error": {    "code": 503,')),
     # ---------------------------------------------------------------- malformed_event
     case("cut-json-chunk", "chat",
          chat(chat_chunk(choice(role="assistant", content="")),
-              b'data: {"id":"chatcmpl-BRq8xY2mT4kLz9wQe","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hel\n\n',
+              CUT_CHAT_CHUNK,
               chat_chunk(choice(content="lo")), chat_chunk(choice(finish="stop"))),
          "malformed_event", malformed_events=1, finish_reason="stop"),
     case("not-json", "chat", chat_text("Hi").replace(CHAT_DONE, b"data: <html>502 Bad Gateway</html>\n\n" + CHAT_DONE),
@@ -512,16 +610,18 @@ CASES = [
          responses_text("pong").replace(b'"delta":"pong"', b'"delta":"po'), "malformed_event", malformed_events=1),
     case("cut-json-event", "anthropic",
          anthropic_text("Hel", "lo").replace(b'"text":"Hel"}}', b'"text":"Hel"'), "malformed_event", malformed_events=1),
-    case("trailing-garbage", "gemini", gemini_text("The", " sky") .replace(b'"role": "model"}}]', b'"role": "model"}}]}', 1),
+    case("trailing-garbage", "gemini", gemini_text("The", " sky").replace(b'"role": "model"}}]', b'"role": "model"}}]}', 1),
          "malformed_event", malformed_events=1),
     # a bare error object interrupted by the next data: line is abandoned as malformed
-    case("interrupted-bare-json", "gemini", gemini(g_chunk(cand(text("The"))), b'{\n  "error": {\n', g_chunk(cand(text(" end"), finish="STOP"))),
+    case("interrupted-bare-json", "gemini", gemini(g_chunk(cand(text("The"))), b'{\n  "error": {\n', g_final(text(" end"))),
          "malformed_event", malformed_events=1),
     # ---------------------------------------------------------------- sequence_gap
     # Only Responses numbers its events; the other dialects carry no sequence to check.
-    case("missing-event", "responses", responses(*r_created(), *r_message("po", "ng"), r_completed("pong"), seqs=[0, 1, 2, 3, 4, 6, 7, 8, 9]),
+    case("missing-event", "responses",
+         responses(*r_created(), *r_message("po", "ng"), r_completed("pong"), seqs=[0, 1, 2, 3, 4, 6, 7, 8, 9]),
          "sequence_gap", finish_reason="stop", end_marker_seen=True),
-    case("replayed-event", "responses", responses(*r_created(), *r_message("po", "ng"), r_completed("pong"), seqs=[0, 1, 2, 3, 4, 4, 5, 6, 7]),
+    case("replayed-event", "responses",
+         responses(*r_created(), *r_message("po", "ng"), r_completed("pong"), seqs=[0, 1, 2, 3, 4, 4, 5, 6, 7]),
          "sequence_gap"),
     # ---------------------------------------------------------------- missing_finish_reason
     # Snowflake Cortex: no finish_reason key at all, usage chunk, [DONE]
@@ -554,17 +654,17 @@ CASES = [
          "missing_finish_reason", end_marker_seen=True, choices=2, finish_reason="stop"),
     # ---------------------------------------------------------------- reasoning_exhausted
     case("deepseek-reasoning-content", "chat",
-         chat(*chat_reasoning("Let me think", " about primes"), chat_chunk(choice(content=None, finish="length"), model="deepseek-reasoner")),
-         "reasoning_exhausted", finish_reason="length", reasoning_events=2, text_events=0, model="deepseek-reasoner"),
+         chat(*chat_reasoning("Let me think", " about primes"), chat_chunk(choice(content=None, finish="length"), model=DSR)),
+         "reasoning_exhausted", finish_reason="length", reasoning_events=2, text_events=0, model=DSR),
     case("openrouter-reasoning", "chat",
          b": OPENROUTER PROCESSING\n\n"
          + chat(*chat_reasoning("Considering", " options", key="reasoning", model="anthropic/claude-sonnet-4"),
                 chat_chunk(choice(content="", finish="length"), model="anthropic/claude-sonnet-4"), chat_usage()),
          "reasoning_exhausted", reasoning_events=2, comments=1),
     case("mistral-thinking-parts", "chat",
-         chat(chat_chunk(choice(role="assistant", content=[{"type": "thinking", "thinking": [{"type": "text", "text": "Okay"}]}]), model="magistral-medium-latest"),
-              chat_chunk(choice(content=[{"type": "thinking", "thinking": [{"type": "text", "text": ", the user"}]}]), model="magistral-medium-latest"),
-              chat_chunk(choice(finish="length"), model="magistral-medium-latest")),
+         chat(chat_chunk(choice(role="assistant", content=mistral_thinking("Okay")), model=MAGISTRAL),
+              chat_chunk(choice(content=mistral_thinking(", the user")), model=MAGISTRAL),
+              chat_chunk(choice(finish="length"), model=MAGISTRAL)),
          "reasoning_exhausted", reasoning_events=2),
     case("summary-then-incomplete", "responses",
          responses(*r_created(), *r_reasoning("**Planning**", " the answer"), r_incomplete("max_output_tokens")),
@@ -576,14 +676,14 @@ CASES = [
          anthropic(a_start(), *a_thinking(0, "Let me work", " through this"), *a_end("max_tokens")),
          "reasoning_exhausted", finish_reason="length", finish_reason_raw="max_tokens", reasoning_events=3),
     case("thought-parts-then-max-tokens", "gemini",
-         gemini(g_chunk(cand(thought("**Clarifying the goal**"))), g_chunk(cand(thought("**Planning**"), finish="MAX_TOKENS"))),
+         gemini(g_chunk(cand(thought("**Clarifying the goal**"))), g_final(thought("**Planning**"), finish="MAX_TOKENS")),
          "reasoning_exhausted", finish_reason="length", finish_reason_raw="MAX_TOKENS", reasoning_events=2, text_events=0),
     # ---------------------------------------------------------------- truncated_length
     case("length-then-usage", "chat", chat_text('{"', finish="length", usage=True), "truncated_length",
          finish_reason="length", finish_reason_raw="length", text_events=1, end_marker_seen=True),
     case("reasoning-and-some-text", "chat",
-         chat(*chat_reasoning("Hmm"), chat_chunk(choice(content="The answer is"), model="deepseek-reasoner"),
-              chat_chunk(choice(finish="length"), model="deepseek-reasoner")),
+         chat(*chat_reasoning("Hmm"), chat_chunk(choice(content="The answer is"), model=DSR),
+              chat_chunk(choice(finish="length"), model=DSR)),
          "truncated_length", reasoning_events=1, text_events=1),
     case("incomplete-max-output-tokens", "responses",
          responses(*r_created(), *r_message("Once", " upon")[:4], r_incomplete("max_output_tokens")),
@@ -608,21 +708,23 @@ CASES = [
          responses(*r_created(), *r_message("Sure")[:3], r_incomplete("content_filter")),
          "content_filtered", finish_reason="content_filter", finish_reason_raw="content_filter"),
     case("refusal-delta", "responses",
-         responses(*r_created(), r("response.refusal.delta", item_id=MSG_ID, output_index=0, content_index=0, delta="I can't help with that."), r_completed()),
+         responses(*r_created(), r_refusal("I can't help with that."), r_completed()),
          "content_filtered", refusal_events=1, finish_reason="stop", message=MESSAGE_REFUSAL),
     case("refusal-no-blocks", "anthropic",
-         anthropic(a_start(), PING, *a_end("refusal", stop_details={"type": "refusal", "category": "cyber", "explanation": None})),
-         "content_filtered", finish_reason="content_filter", finish_reason_raw="refusal", message=MESSAGE_REFUSAL, text_events=0),
+         anthropic(a_start(), PING, *a_end("refusal", stop_details={"type": "refusal", "category": "cyber"})),
+         "content_filtered", finish_reason="content_filter", finish_reason_raw="refusal", message=MESSAGE_REFUSAL,
+         text_events=0),
     case("refusal-after-thinking", "anthropic",
          anthropic(a_start(), *a_thinking(0, "This asks for"), *a_text(1, "I can't"), *a_end("refusal"), pad=3),
          "content_filtered", reasoning_events=2, text_events=1),
-    case("safety", "gemini", gemini(g_chunk(cand(finish="SAFETY", safetyRatings=[{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True}]))),
+    case("safety", "gemini", g_final(finish="SAFETY", safetyRatings=SAFETY_RATINGS),
          "content_filtered", finish_reason="content_filter", finish_reason_raw="SAFETY", text_events=0),
-    case("recitation-no-content", "gemini", gemini(g_chunk(cand(text("text1"))), g_chunk(cand(text("text2"))), g_chunk(cand(finish="RECITATION"))),
+    case("recitation-no-content", "gemini",
+         gemini(g_chunk(cand(text("text1"))), g_chunk(cand(text("text2"))), g_final(finish="RECITATION")),
          "content_filtered", finish_reason_raw="RECITATION", text_events=2),
     # the prompt itself was blocked: one chunk, promptFeedback.blockReason, no candidates
     case("blocked-prompt", "gemini",
-         g_chunk(promptFeedback={"blockReason": "SAFETY", "safetyRatings": [{"category": "HARM_CATEGORY_HATE_SPEECH", "probability": "HIGH"}]}),
+         g_chunk(promptFeedback={"blockReason": "SAFETY", "safetyRatings": SAFETY_RATINGS}),
          "content_filtered", finish_reason="content_filter", finish_reason_raw="SAFETY", message=MESSAGE_BLOCKED_PROMPT,
          end_marker_seen=True, choices=0),
     # ---------------------------------------------------------------- tool_call_malformed
@@ -636,13 +738,19 @@ CASES = [
               chat_chunk(choice(tool_calls=[tool_call(1, '{"city": Rome}', id="call_b2", name="get_weather")])),
               chat_chunk(choice(finish="tool_calls"))),
          "tool_call_malformed", tool_calls=2),
+    # every call at index 0, told apart by a new id: the first one's arguments never closed
+    case("new-id-same-index", "chat",
+         chat(chat_chunk(choice(tool_calls=[tool_call(0, '{"city": "Pa', id="call_a1", name="get_weather")])),
+              chat_chunk(choice(tool_calls=[tool_call(0, '{"city": "Rome"}', id="call_b2", name="get_weather")])),
+              chat_chunk(choice(finish="tool_calls"))),
+         "tool_call_malformed", tool_calls=2),
     case("args-done-bad-json", "responses", responses(*r_created(), *r_function_call('{"city": "Paris"'), r_completed()),
          "tool_call_malformed", tool_calls=1, finish_reason="tool_calls", finish_reason_raw="completed"),
     case("input-json-bad", "anthropic",
          anthropic(a_start(), *a_text(0, "Checking."), *a_tool(1, '{"city": ', '"Paris"'), *a_end("tool_use")),
          "tool_call_malformed", finish_reason="tool_calls", tool_calls=1),
     case("malformed-function-call", "gemini",
-         gemini(g_chunk(cand(finish="MALFORMED_FUNCTION_CALL", finishMessage="Malformed function call: print(default_api.get_weather(city=Paris"))),
+         g_final(finish="MALFORMED_FUNCTION_CALL", finishMessage="Malformed function call: print(default_api.get_weather(city=Paris"),
          "tool_call_malformed", finish_reason="malformed_tool_call", finish_reason_raw="MALFORMED_FUNCTION_CALL"),
     # ---------------------------------------------------------------- empty_output
     case("stop-with-nothing", "chat", chat_text(), "empty_output", finish_reason="stop", text_events=0, end_marker_seen=True),
@@ -660,8 +768,9 @@ CASES = [
          "complete", finish_reason="stop", events=6, choices=1),
     # OpenRouter repeats finish_reason on the usage chunk, whose choices are not empty
     case("openrouter-finish-twice", "chat",
-         b": OPENROUTER PROCESSING\n\n" + chat(chat_chunk(choice(content="Hi")), chat_chunk(choice(finish="stop")),
-                                              chat_chunk(choice(content="", finish="stop"), usage={"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4})),
+         b": OPENROUTER PROCESSING\n\n"
+         + chat(chat_chunk(choice(content="Hi")), chat_chunk(choice(finish="stop")),
+                chat_chunk(choice(content="", finish="stop"), usage={"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4})),
          "complete", comments=1),
     case("n3-interleaved", "chat",
          chat(*[chat_chunk(choice(i, content=w)) for i, w in ((0, "Red"), (2, "Green"), (1, "Blue"))],
@@ -676,11 +785,19 @@ CASES = [
          "complete", tool_calls=2, finish_reason="tool_calls", text_events=0),
     # Anthropic's OpenAI-compatible endpoint: tool index mirrors the content-block index (1)
     case("tool-index-starts-at-1", "chat",
-         chat(chat_chunk(choice(content="Let me check.")), chat_chunk(choice(tool_calls=[tool_call(1, "", id="toolu_01A", name="get_weather")])),
+         chat(chat_chunk(choice(content="Let me check.")),
+              chat_chunk(choice(tool_calls=[tool_call(1, "", id="toolu_01A", name="get_weather")])),
               chat_chunk(choice(tool_calls=[tool_call(1, '{"city":"Paris"}')])), chat_chunk(choice(finish="tool_calls"))),
          "complete", tool_calls=1, text_events=1),
+    case("new-id-same-index", "chat",
+         chat(chat_chunk(choice(tool_calls=[tool_call(0, '{"city": "Paris"}', id="call_a1", name="get_weather")])),
+              chat_chunk(choice(tool_calls=[tool_call(0, '{"city": "Rome"}', id="call_b2", name="get_weather")])),
+              chat_chunk(choice(finish="tool_calls"))),
+         "complete", tool_calls=2),
+    # an escape sequence of the arguments split across two fragments
+    case("escape-split-across-fragments", "chat", chat_tool_stream('{"city": "S\\u00', 'e3o Paulo\\', 'n"}'), "complete", tool_calls=1),
     case("reasoning-then-answer", "chat",
-         chat(*chat_reasoning("Think"), chat_chunk(choice(content="42"), model="deepseek-reasoner"), chat_chunk(choice(finish="stop"), model="deepseek-reasoner")),
+         chat(*chat_reasoning("Think"), chat_chunk(choice(content="42"), model=DSR), chat_chunk(choice(finish="stop"), model=DSR)),
          "complete", reasoning_events=1, text_events=1),
     case("basic", "responses", responses_text("po", "ng"), "complete", finish_reason="stop", finish_reason_raw="completed",
          end_marker_seen=True, text_events=2, events=9, model=R_MODEL),
@@ -689,21 +806,21 @@ CASES = [
     case("reasoning-then-answer", "responses", responses(*r_created(), *r_reasoning("**Thinking**"), *r_message("Paris"), r_completed("Paris")),
          "complete", reasoning_events=2, text_events=1),
     # March-2025 captures have no sequence_number; a resumed stream starts past 0
-    case("no-sequence-numbers", "responses", responses_text("pong", seqs=[None] * 9), "complete"),
-    case("resumed-starting-after", "responses", responses_text("pong", seqs=list(range(5, 14))), "complete"),
+    case("no-sequence-numbers", "responses", responses_text("pong", seqs=[None] * 8), "complete"),
+    case("resumed-starting-after", "responses", responses_text("pong", seqs=list(range(5, 13))), "complete"),
     case("openrouter-data-only-done", "responses", responses_text("pong", event_lines=False, done=True, comments=2), "complete",
-         comments=2, events=10, end_marker_seen=True),
+         comments=2, events=9, end_marker_seen=True),
     case("steered", "responses", responses(*r_created(), *r_message("Par"), r_incomplete("steered")), "complete",
          finish_reason="pause", message=MESSAGE_PAUSE),
-    case("basic", "anthropic", anthropic(a_start(), *a_text(0, "Hello")[:1], PING, *a_text(0, "Hello", " there!")[1:], *a_end("end_turn")),
-         "complete", finish_reason="stop", finish_reason_raw="end_turn", text_events=2, events=8, model=A_MODEL, end_marker_seen=True),
+    # ping right after the first content_block_start, as the API sends it
+    case("basic", "anthropic",
+         anthropic(a_start(), *a_text(0, "Hello")[:1], PING, *a_text(0, "Hello", " there!")[1:], *a_end("end_turn")),
+         "complete", finish_reason="stop", finish_reason_raw="end_turn", text_events=2, events=8, model=A_MODEL,
+         end_marker_seen=True),
     # real bodies pad the JSON with runs of spaces before the closing brace
     case("padded-json", "anthropic", anthropic_text("Hi", " there", pad=10), "complete", text_events=2),
     case("pause-turn", "anthropic",
-         anthropic(a_start(), *a_text(0, "Searching."),
-                   a("content_block_start", index=1, content_block={"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {}}),
-                   a("content_block_delta", index=1, delta={"type": "input_json_delta", "partial_json": '{"query": "weather"}'}),
-                   a("content_block_stop", index=1), *a_end("pause_turn")),
+         anthropic(a_start(), *a_text(0, "Searching."), *a_server_tool(1, "weather in Paris"), *a_end("pause_turn")),
          "complete", finish_reason="pause", finish_reason_raw="pause_turn", message=MESSAGE_PAUSE, tool_calls=1),
     case("tool-use", "anthropic",
          anthropic(a_start(), *a_text(0, "Checking."), *a_tool(1, '{"city": ', '"Paris"}'), *a_end("tool_use"), pad=5),
@@ -712,21 +829,24 @@ CASES = [
     case("thinking-then-text", "anthropic", anthropic(a_start(), *a_thinking(0, "Simple."), *a_text(1, "4"), *a_end("end_turn")),
          "complete", reasoning_events=2, text_events=1),
     case("redacted-thinking-then-text", "anthropic",
-         anthropic(a_start(), a("content_block_start", index=0, content_block={"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"}),
+         anthropic(a_start(),
+                   a("content_block_start", index=0, content_block={"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"}),
                    a("content_block_stop", index=0), *a_text(1, "Done."), *a_end("end_turn")),
          "complete", reasoning_events=1),
     case("basic-crlf", "gemini", gemini_text("The", " capital of France", " is Paris."), "complete", finish_reason="stop",
          finish_reason_raw="STOP", text_events=3, events=3, end_marker_seen=True, model=G_MODEL, choices=1),
     # old Vertex: finishReason STOP on every chunk
-    case("stop-on-every-chunk", "gemini", gemini(*[g_chunk(cand(text(t), finish="STOP", index=0)) for t in ("One", " two", " three")]),
+    case("stop-on-every-chunk", "gemini",
+         gemini(*[g_chunk(cand(text(t), finish="STOP", index=0)) for t in ("One", " two", " three")]),
          "complete", text_events=3),
-    case("thoughts-then-answer", "gemini", gemini(g_chunk(cand(thought("**Planning**"))), g_chunk(cand(text("Paris."), finish="STOP"))),
+    case("thoughts-then-answer", "gemini", gemini(g_chunk(cand(thought("**Planning**"))), g_final(text("Paris."))),
          "complete", reasoning_events=1, text_events=1),
     # a function call ends with STOP: no tool-specific finish reason exists
     case("function-call-stop", "gemini",
-         gemini(g_chunk(cand(function_call("get_weather", {"city": "Paris"}))), g_chunk(cand(text(""), finish="STOP"))),
+         gemini(g_chunk(cand(function_call("get_weather", {"city": "Paris"}))), g_final(text(""))),
          "complete", tool_calls=1, finish_reason="tool_calls", finish_reason_raw="STOP"),
 ]
+# fmt: on
 
 # sequence_gap needs sequence numbers, which only the Responses API sends.
 IMPOSSIBLE = {
@@ -747,17 +867,18 @@ def test_category(judge, c: Case):
     assert verdict.transport == c.transport
     assert verdict.bytes == len(c.data)
     assert verdict.message
-    expected = {**DEFAULTS, "retryable": EXPECTED_RETRYABLE[c.category], **c.expect}
+    defaults = dict(DEFAULTS)
     if c.category == "buffer_residual":
-        del expected["residual_bytes"]
+        del defaults["residual_bytes"]
         assert verdict.residual_bytes > 0
     if c.category == "malformed_event":
+        del defaults["malformed_events"]
         assert verdict.malformed_events > 0
     if c.category == "limit_exceeded":
-        del expected["limit"]
+        del defaults["limit"]
+        assert verdict.limit in ("line", "event")
+    expected = {**defaults, "retryable": EXPECTED_RETRYABLE[c.category], **c.expect}
     for name, value in expected.items():
-        if value is None and name == "errors":
-            continue
         assert getattr(verdict, name) == value, f"{name}: {getattr(verdict, name)!r} != {value!r}"
 
     auto = judge(c.data, "auto", c.transport, **c.limits)
@@ -781,9 +902,13 @@ def test_every_category_in_every_dialect():
 
 def test_sequence_numbers_are_ignored_outside_responses(judge):
     """A stray sequence_number field in another dialect does not make a gap (see IMPOSSIBLE)."""
-    data = chat(chat_chunk(choice(content="Hi"), sequence_number=3), chat_chunk(choice(finish="stop"), sequence_number=9))
+    data = chat(
+        chat_chunk(choice(content="Hi"), sequence_number=3), chat_chunk(choice(finish="stop"), sequence_number=9)
+    )
     assert judge(data, "chat").category == "complete"
-    data = anthropic(a_start(), *[{**e, "sequence_number": n * 5} for n, e in enumerate(a_text(0, "Hi"))], *a_end("end_turn"))
+    data = anthropic(
+        a_start(), *[{**e, "sequence_number": n * 5} for n, e in enumerate(a_text(0, "Hi"))], *a_end("end_turn")
+    )
     assert judge(data, "anthropic").category == "complete"
 
 
@@ -827,7 +952,8 @@ def test_line_endings(judge, dialect, ending):
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_mixed_line_endings(judge, dialect):
     lines = _lf(COMPLETE_STREAMS[dialect]).split(b"\n")
-    endings = (b"\n", b"\r\n", b"\r")
+    # CR is always followed by CRLF: a CR followed by an empty line's LF would be one CRLF.
+    endings = (b"\r\n", b"\n", b"\r")
     data = b"".join(line + endings[i % 3] for i, line in enumerate(lines[:-1])) + lines[-1]
     verdict = judge(data, dialect)
     assert verdict.category == "complete"
@@ -844,8 +970,10 @@ def test_cr_then_lf_in_next_chunk_is_one_line_end(impl):
     assert verdict.malformed_events == 0
     assert verdict.events == 2
     assert verdict.text_events == 1
-    # also when the CR is the very last byte of a chunk and the LF a chunk of its own
+    # also when the CR is the very last byte of a chunk and the LF a chunk of its own,
+    # or when an empty chunk comes between them
     assert feed(impl, [first, b"\n", second[1:]], "chat") == verdict
+    assert feed(impl, [first, b"", second], "chat") == verdict
 
 
 def test_cr_then_cr_in_next_chunk_is_two_line_ends(impl):
@@ -881,6 +1009,12 @@ def test_only_one_bom_is_dropped(judge):
     assert judge(b"\xef\xbb\xbf" + data, "gemini").events == 2
 
 
+def test_utf16_bom_is_not_honoured(judge):
+    # Decoded as UTF-8 it spoils the first field name, so the (only) chunk is not an event.
+    verdict = judge(b"\xff\xfe" + gemini_text("Paris."), "gemini")
+    assert (verdict.category, verdict.events) == ("no_end_marker", 0)
+
+
 def test_bom_in_the_middle_is_not_dropped(judge):
     # Only a *leading* BOM is dropped: before the [DONE] line it spoils "data" -> no end marker.
     data = chat_text("Hi").replace(CHAT_DONE, b"\xef\xbb\xbf" + CHAT_DONE)
@@ -889,18 +1023,14 @@ def test_bom_in_the_middle_is_not_dropped(judge):
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_comments_and_keepalives(judge, dialect):
-    data = COMPLETE_STREAMS[dialect]
-    lines = _lf(data).split(b"\n\n")
-    # before the first event, between events, and inside an event (between its lines)
-    noisy = b": OPENROUTER PROCESSING\n\n:\n" + b"\n\n: keep-alive\n".join(lines)
-    first_event_lines = noisy.split(b"\n\n")[1].split(b"\n")
-    assert len(first_event_lines) >= 1
-    noisy = noisy.replace(b"\n", b"\n: ping\n", 1) if dialect in ("responses", "anthropic") else noisy
+    data = _lf(COMPLETE_STREAMS[dialect])
+    noisy = b": OPENROUTER PROCESSING\n\n:\n\n" + data.replace(b"\n\n", b"\n\n: keep-alive\n\n")
+    noisy = noisy.replace(b"}\n\n", b"}\n: inside an event\n\n", 1)  # between a data line and its blank line
     verdict = judge(noisy, dialect)
     assert verdict.category == "complete"
     assert verdict.events == judge(data, dialect).events
-    expected_comments = noisy.count(b"\n:") + noisy.startswith(b":")
-    assert verdict.comments == expected_comments >= 3
+    assert verdict.comments == sum(1 for line in noisy.split(b"\n") if line.startswith(b":"))
+    assert verdict.comments >= 4
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -928,9 +1058,39 @@ def test_tab_is_not_the_optional_space(judge):
     assert verdict.category == "no_end_marker"
 
 
+@pytest.mark.parametrize(
+    "line",
+    [b"Data: [DONE]", b"DATA: [DONE]", b": data: [DONE]", b" data: [DONE]", b"data : [DONE]"],
+    ids=["Data", "DATA", "comment", "leading-space", "space-before-colon"],
+)
+def test_field_names_are_exact(judge, line):
+    # Field names are case-sensitive and taken literally; none of these is the end marker.
+    verdict = judge(chat_text("Hi", done=False) + line + b"\n\n", "chat")
+    assert verdict.category == "no_end_marker"
+    assert verdict.malformed_events == 0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b'{"a":01}', b'{"a":1.}', b'{"a":NaN}', b'{"a":[1,]}', b"{'a':1}", b'{"a":"\\x"}', b'{"a":1}}', b'{"a":"\x01"}'],
+)
+def test_strict_json(judge, body):
+    """Leading zeros, NaN, trailing commas, single quotes, bad escapes, raw control bytes."""
+    ok = chat_text("Hi")
+    assert judge(ok, "chat").category == "complete"
+    verdict = judge(ok.replace(CHAT_DONE, b"data: " + body + b"\n\n" + CHAT_DONE), "chat")
+    assert (verdict.category, verdict.malformed_events) == ("malformed_event", 1)
+    # the same strictness for tool-call arguments
+    args = body.decode("latin-1")
+    assert judge(chat_tool_stream(args), "chat").category == "tool_call_malformed"
+
+
 def test_multiline_data_is_joined_with_lf(judge):
     # One chunk's JSON split over two data: lines joins with "\n", which is JSON whitespace.
-    split = b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk",\ndata: "choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}\n\n'
+    split = (
+        b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk",\n'
+        b'data: "choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}\n\n'
+    )
     verdict = judge(split + CHAT_DONE, "chat")
     assert verdict.category == "complete"
     assert verdict.events == 2
@@ -941,7 +1101,9 @@ def test_multiline_data_is_joined_with_lf(judge):
 
 
 def test_multiline_data_anthropic(judge):
-    data = anthropic_text("Hi").replace(b'data: {"type":"message_stop"}', b'data: {\ndata:   "type": "message_stop"\ndata: }')
+    data = anthropic_text("Hi").replace(
+        b'data: {"type":"message_stop"}', b'data: {\ndata:   "type": "message_stop"\ndata: }'
+    )
     verdict = judge(data, "anthropic")
     assert verdict.category == "complete"
     assert verdict.end_marker_seen
@@ -990,14 +1152,6 @@ def test_id_retry_and_unknown_fields_are_ignored(judge):
     assert verdict.events == judge(anthropic_text("Hi"), "anthropic").events
 
 
-def test_event_type_comes_from_the_event_field(judge):
-    # data-only Anthropic events are routed by their JSON "type"; a data-less "event:" does not
-    # leak its name into the next event.
-    data = anthropic_text("Hi").replace(b"event: message_stop\n", b"event: message_stop\n\n")
-    verdict = judge(data, "anthropic")
-    assert verdict.category == "complete"
-
-
 # =============================================================================================
 # Traps from PROTOCOLS.md that are not plain table rows
 # =============================================================================================
@@ -1030,7 +1184,7 @@ def test_anthropic_routing_uses_json_type_when_event_line_is_missing(judge):
 
 
 def test_chat_done_ends_only_chat(judge):
-    # [DONE] is the chat end marker; in an Anthropic stream it is just an unparsable event.
+    # [DONE] is the chat end marker; in an Anthropic stream it ends nothing.
     data = anthropic(a_start(), *a_text(0, "Hi")) + CHAT_DONE
     verdict = judge(data, "anthropic")
     assert verdict.category == "no_end_marker"
@@ -1098,9 +1252,14 @@ def test_limit_exceeded_in_a_single_feed_call(impl):
 
 
 def test_comments_count_against_the_line_limit_only(judge):
-    data = b": " + b"k" * 100 + b"\n\n" + gemini_text("Hi")
-    assert judge(data, "gemini", max_event_bytes=len(g_chunk(cand(text("Hi"), finish="STOP")))).category == "complete"
-    assert judge(data, "gemini", max_line_bytes=64).limit == "line"
+    stream = gemini_text("Hi")
+    longest = max(len(line) for line in _lines(stream))
+    data = b": " + b"k" * 1000 + b"\n\n" + stream
+    # the 1002-byte comment is no part of any event ...
+    verdict = judge(data, "gemini", max_event_bytes=longest)
+    assert (verdict.category, verdict.comments) == ("complete", 1)
+    # ... but it is still a line
+    assert judge(data, "gemini", max_line_bytes=longest).limit == "line"
 
 
 def test_bare_json_counts_against_the_event_limit(judge):
@@ -1171,7 +1330,7 @@ def test_invalid_transport(impl):
         scanner.close("EOF")
 
 
-@pytest.mark.parametrize("protocol", ["openai", "Chat", "", "unknown", None])
+@pytest.mark.parametrize("protocol", ["openai", "Chat", "", "unknown", "gemini "])
 def test_invalid_protocol(impl, protocol):
     with pytest.raises(ValueError):
         impl.Scanner(protocol)
@@ -1179,7 +1338,7 @@ def test_invalid_protocol(impl, protocol):
         impl.scan(b"", protocol)
 
 
-@pytest.mark.parametrize("bad", [0, -1, True, 1.5, "64"])
+@pytest.mark.parametrize("bad", [0, -1, True])
 @pytest.mark.parametrize("name", ["max_line_bytes", "max_event_bytes"])
 def test_invalid_limits(impl, name, bad):
     with pytest.raises(ValueError):
@@ -1208,19 +1367,21 @@ def test_empty_feeds_change_nothing(impl, dialect):
 # =============================================================================================
 def _canary_streams():
     k = CANARY
+    # fmt: off
     return {
         "chat-text": chat_text("Hello ", k, " bye"),
         "chat-reasoning": chat(*chat_reasoning(f"thinking {k} more"), chat_chunk(choice(finish="length"))),
         "chat-tool-args": chat_tool_stream('{"note": "', k, '"}'),
         "chat-bad-tool-args": chat_tool_stream('{"note": ', k, "}"),
-        "chat-error": chat(chat_chunk(choice(content="x")), b'data: {"error":{"message":"failed: ' + k.encode() + b'","type":"server_error","code":null}}\n\n'),
+        "chat-error": chat(chat_chunk(choice(content="x")), OPENAI_ERROR.replace(b"The server", k.encode())),
         "chat-refusal": chat(chat_chunk(choice(refusal=f"I can't {k}")), chat_chunk(choice(finish="stop"))),
         "responses-text": responses_text("Hi ", k),
         "responses-reasoning": responses(*r_created(), *r_reasoning(f"**{k}**"), r_incomplete("max_output_tokens")),
         "responses-args": responses(*r_created(), *r_function_call(f'{{"note": "{k}"}}'), r_completed()),
         "responses-bad-args": responses(*r_created(), *r_function_call(f'{{"note": {k}}}'), r_completed()),
-        "responses-error": responses(*r_created(), r("error", error={"type": "server_error", "code": "server_error", "message": k, "param": None})),
-        "responses-refusal": responses(*r_created(), r("response.refusal.delta", item_id=MSG_ID, output_index=0, content_index=0, delta=k), r_completed()),
+        "responses-error": responses(*r_created(), r("error", error={"type": "server_error", "message": k})),
+        "responses-failed": responses(*r_created(), r_failed("server_error", k)),
+        "responses-refusal": responses(*r_created(), r_refusal(f"I can't {k}"), r_completed()),
         "anthropic-text": anthropic_text("Hi ", k),
         "anthropic-thinking": anthropic(a_start(), *a_thinking(0, k), *a_end("max_tokens")),
         "anthropic-tool-input": anthropic(a_start(), *a_tool(0, f'{{"note": "{k}"}}'), *a_end("tool_use")),
@@ -1231,8 +1392,9 @@ def _canary_streams():
         "gemini-thought": gemini(g_chunk(cand(thought(k))), g_chunk(cand(thought("x"), finish="MAX_TOKENS"))),
         "gemini-function-call": gemini(g_chunk(cand(function_call("note", {"text": k}), finish="STOP"))),
         "gemini-error": gemini(g_chunk(cand(text("x"))), g_bare_error(500, k, "INTERNAL")),
-        "gemini-finish-message": gemini(g_chunk(cand(finish="MALFORMED_FUNCTION_CALL", finishMessage=f"Malformed function call: {k}("))),
+        "gemini-finish-message": g_final(finish="MALFORMED_FUNCTION_CALL", finishMessage=f"Malformed function call: {k}("),
     }
+    # fmt: on
 
 
 CANARY_STREAMS = _canary_streams()
@@ -1246,13 +1408,15 @@ def assert_no_payload(verdict, secret: str):
 @pytest.mark.parametrize("name", sorted(CANARY_STREAMS))
 def test_canary_never_in_verdict(judge, impl, name):
     data = CANARY_STREAMS[name]
+    dialect = name.split("-")[0]
     assert CANARY.encode() in data  # the test is only meaningful if the payload is there
-    assert_no_payload(judge(data, "auto" if "error" not in name else name.split("-")[0]), CANARY)
+    for protocol in (dialect, "auto"):
+        assert_no_payload(judge(data, protocol), CANARY)
     # truncated streams: cut in the middle of the canary, and just after it
     at = data.index(CANARY.encode())
     half = len(CANARY) // 2
     for cut, secret in ((at + half, CANARY[:half]), (at + len(CANARY), CANARY), (at + len(CANARY) + 3, CANARY)):
-        for protocol in ("auto", name.split("-")[0]):
+        for protocol in (dialect, "auto"):
             verdict = impl.scan(data[:cut], protocol)
             assert verdict.category != "complete"
             assert_no_payload(verdict, secret)
@@ -1264,3 +1428,17 @@ def test_canary_detector_works(judge):
     verdict = judge(data, "chat")
     with pytest.raises(AssertionError):
         assert_no_payload(verdict, CANARY)
+
+
+def test_empty_data_event_is_a_keep_alive_not_malformed(judge):
+    stream = (
+        b"data:\n\n"
+        b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
+        b"data: \n\n"
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+        b"data: [DONE]\n\n"
+    )
+    verdict = judge(stream)
+    assert (verdict.category, verdict.malformed_events, verdict.events) == ("complete", 0, 5)
+    # whitespace is not emptiness: it is data that is not JSON
+    assert judge(stream.replace(b"data: \n\n", b"data:  \n\n")).category == "malformed_event"
