@@ -776,9 +776,13 @@ cdef inline bint number_byte(Json* j, unsigned char c) noexcept:
 # byte classes: 1 = ends a plain run inside a string ('"', '\\', control), 2 = JSON whitespace
 cdef unsigned char _string_stop[256]
 cdef unsigned char _is_ws[256]
+cdef unsigned char _unescape[256]  # the byte a backslash escape stands for; 0: not an escape
 cdef signed char _hex[256]
 memset(_string_stop, 0, 256)
 memset(_is_ws, 0, 256)
+memset(_unescape, 0, 256)
+for _c, _meaning in zip(b'"\\/bfnrt', b'"\\/\b\f\n\r\t'):
+    _unescape[_c] = _meaning
 memset(_hex, -1, 256)
 for _c in range(32):
     _string_stop[_c] = 1
@@ -811,7 +815,6 @@ cdef int json_feed(Json* j, const unsigned char* p, Py_ssize_t n) except -1:
     cdef Py_ssize_t i = 0, start
     cdef unsigned char c
     cdef int state, h
-    cdef const char* esc
     while i < n:
         state = j.state
         if state == S_ERROR:
@@ -835,32 +838,15 @@ cdef int json_feed(Json* j, const unsigned char* p, Py_ssize_t n) except -1:
             i += 1
             continue
         if state == S_ESCAPE:
-            esc = NULL
             if c == b'u':
                 j.state = S_UNICODE
                 j.hex_value = 0
                 j.hex_left = 4
-            elif c == b'"':
-                esc = "\""
-            elif c == b'\\':
-                esc = "\\"
-            elif c == b'/':
-                esc = "/"
-            elif c == b'b':
-                esc = "\b"
-            elif c == b'f':
-                esc = "\f"
-            elif c == b'n':
-                esc = "\n"
-            elif c == b'r':
-                esc = "\r"
-            elif c == b't':
-                esc = "\t"
+            elif _unescape[c]:
+                emit_bytes(j, <const char*>&_unescape[c], 1)
+                j.state = S_STRING
             else:
                 j.state = S_ERROR
-            if esc != NULL:
-                emit_bytes(j, esc, 1)
-                j.state = S_STRING
             i += 1
             continue
         if state == S_UNICODE:
