@@ -969,7 +969,7 @@ cdef class Scanner:
     cdef bint closed
     cdef object limit  # None or the name of the bound passed
     # evidence counters
-    cdef Py_ssize_t total_bytes, events, comments, errors, malformed, residual
+    cdef Py_ssize_t total_bytes, events, comments, errors, malformed
     cdef Py_ssize_t text, reasoning, refusal, tool_calls
     cdef bint end_marker, sequence_gap, tool_malformed
     cdef Str error_code, model, blocked
@@ -980,8 +980,7 @@ cdef class Scanner:
     cdef Buf line
     cdef Buf data
     cdef Py_ssize_t data_lines
-    cdef bint has_event_type
-    cdef Buf event_type_full
+    cdef Buf event_type
     cdef Py_ssize_t event_bytes, bare_bytes
     cdef bint bare_active
     # JSON
@@ -1007,7 +1006,6 @@ cdef class Scanner:
         if (self.nodes == NULL or self.rec.choices == NULL or self.rec.tools == NULL
                 or self.finishes == NULL or self.tools == NULL or self.blocks == NULL):
             raise MemoryError()
-        self.n_tools = self.n_blocks = 0
 
     def __init__(self, str protocol="auto", *, max_event_bytes=DEFAULT_MAX_EVENT_BYTES,
                  max_line_bytes=DEFAULT_MAX_LINE_BYTES):
@@ -1025,6 +1023,7 @@ cdef class Scanner:
         self._free_dialect_state()
         buf_free(&self.line)
         buf_free(&self.data)
+        buf_free(&self.event_type)
         buf_free(&self.rec.captured)
         PyMem_Free(self.nodes)
         PyMem_Free(self.rec.choices)
@@ -1043,18 +1042,14 @@ cdef class Scanner:
 
     # ------------------------------------------------------------------ framing
     def feed(self, data):
-        cdef const unsigned char[:] view
         cdef const unsigned char* p
         cdef Py_ssize_t n, skip
         if self.closed:
             raise RuntimeError("feed() after close()")
-        if isinstance(data, bytes):
-            p = <const unsigned char*>PyBytes_AS_STRING(data)
-            n = PyBytes_GET_SIZE(data)
-        else:
+        if not isinstance(data, bytes):
             data = bytes(data)
-            p = <const unsigned char*>PyBytes_AS_STRING(data)
-            n = PyBytes_GET_SIZE(data)
+        p = <const unsigned char*>PyBytes_AS_STRING(data)
+        n = PyBytes_GET_SIZE(data)
         self.total_bytes += n
         if self.limit is not None or n == 0:
             return
@@ -1190,9 +1185,8 @@ cdef class Scanner:
             buf_append(&self.data, "\n", 1)
             self.data_lines += 1
         elif field == F_EVENT:
-            self.event_type_full.len = 0
-            buf_append(&self.event_type_full, <const char*>line + value_off, n - value_off)
-            self.has_event_type = True
+            self.event_type.len = 0
+            buf_append(&self.event_type, <const char*>line + value_off, n - value_off)
         elif field == F_ERROR:  # llama.cpp sent errors as an "error:" field
             self.errors += 1
         return 0
@@ -1220,9 +1214,9 @@ cdef class Scanner:
         if self.bare_active:
             self._abandon_bare()
         if self.data_lines:
-            if self.has_event_type and self.event_type_full.len:
-                etype = <const unsigned char*>self.event_type_full.p
-                etype_len = self.event_type_full.len
+            if self.event_type.len:  # an empty "event:" means "message" too
+                etype = <const unsigned char*>self.event_type.p
+                etype_len = self.event_type.len
             else:
                 etype = <const unsigned char*>"message"
                 etype_len = 7
@@ -1230,8 +1224,7 @@ cdef class Scanner:
             self._handle_event(etype, etype_len, <const unsigned char*>self.data.p,
                                self.data.len - 1)
             self.data.len = 0
-        self.has_event_type = False
-        self.event_type_full.len = 0
+        self.event_type.len = 0
         self.event_bytes = 0
         return 0
 
@@ -1526,7 +1519,7 @@ cdef class Scanner:
             self._scan(self.head, self.head_len)
         ev = Evidence()
         if self.limit is None:
-            self.residual = self.line.len + self.event_bytes + self.bare_bytes
+            ev.residual_bytes = self.line.len + self.event_bytes + self.bare_bytes
             for i in range(self.n_tools):
                 self._check_args(self.tools[i].json)
             for i in range(self.n_blocks):
@@ -1541,7 +1534,6 @@ cdef class Scanner:
         ev.errors = self.errors
         ev.error_code = str_bytes(&self.error_code)
         ev.end_marker = self.end_marker
-        ev.residual_bytes = self.residual
         ev.malformed_events = self.malformed
         ev.sequence_gap = self.sequence_gap
         ev.blocked = str_bytes(&self.blocked)
