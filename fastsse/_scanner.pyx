@@ -811,10 +811,33 @@ cdef inline int emit_code_unit(Json* j, int cp) except -1:
     out[2] = <char>(0x80 | (cp & 0x3F))
     return emit_bytes(j, out, 3)
 
+cdef int whole_string_value(Json* j, const unsigned char* p, Py_ssize_t n) except -1:
+    """A string value p[:n] (no escapes, closing quote follows) read in one step."""
+    cdef int action = value_action(j)
+    cdef Py_ssize_t start
+    if action == 0:
+        after_value(j)
+        return 0
+    j.nonempty = n > 0
+    if _full_capture[action]:
+        start = j.record.captured.len
+        buf_append(&j.record.captured, <const char*>p, n)
+        record_scalar(j.record, action, K_STRING, &j.sbuf, -1, j.nonempty, start, n)
+    else:
+        if _short_capture[action]:
+            j.sbuf.len = 0
+            str_append(&j.sbuf, <const char*>p, n)
+        else:
+            j.sbuf.len = -1
+        record_scalar(j.record, action, K_STRING, &j.sbuf, -1, j.nonempty, 0, 0)
+    after_value(j)
+    return 0
+
 cdef int json_feed(Json* j, const unsigned char* p, Py_ssize_t n) except -1:
-    cdef Py_ssize_t i = 0, start
+    cdef Py_ssize_t i = 0, start, run, end, k
     cdef unsigned char c
-    cdef int state, h
+    cdef int state, h, node
+    cdef int64_t number
     while i < n:
         state = j.state
         if state == S_ERROR:
@@ -885,6 +908,46 @@ cdef int json_feed(Json* j, const unsigned char* p, Py_ssize_t n) except -1:
         if _is_ws[c]:
             continue
         j.seen = True
+        # Fast paths for what most bytes of an event are: a whole string without escapes, an
+        # integer, a literal, all inside this buffer.  Each gives exactly what the general
+        # byte-at-a-time path below would; anything else falls through to it.
+        if state <= S_KEY_OR_END:  # S_VALUE, S_VALUE_OR_END, S_KEY, S_KEY_OR_END
+            if c == b'"':
+                run = fastsse_plain_run(p + i, n - i)
+                if i + run < n and p[i + run] == b'"':
+                    if state >= S_KEY:
+                        node = j.nodes[j.depth - 1] if j.nodes != NULL else -1
+                        j.pending = (tree_child(node, <const char*>p + i, run)
+                                     if node >= 0 and run <= CAP else -1)
+                        i += run + 1
+                        if i < n and p[i] == b':':
+                            i += 1
+                            j.state = S_VALUE
+                        else:
+                            j.state = S_COLON
+                    else:
+                        whole_string_value(j, p + i, run)
+                        i += run + 1
+                    continue
+            elif state < S_KEY:
+                if c >= b'1' and c <= b'9':
+                    end = i
+                    while end < n and p[end] >= b'0' and p[end] <= b'9':
+                        end += 1
+                    if end < n and p[end] != b'.' and p[end] != b'e' and p[end] != b'E':
+                        number = c - 48
+                        for k in range(i, end):
+                            if number < MAX_INT:
+                                number = number * 10 + p[k] - 48
+                        j.sbuf.len = -1
+                        emit_scalar(j, K_NUMBER, number if number < MAX_INT else -1)
+                        i = end
+                        continue
+                elif c == b'n' and i + 3 <= n and p[i] == b'u' and p[i + 1] == b'l' and p[i + 2] == b'l':
+                    j.sbuf.len = -1
+                    emit_scalar(j, K_NULL, -1)
+                    i += 3
+                    continue
         if state == S_VALUE:
             start_value(j, c)
         elif state == S_VALUE_OR_END:
