@@ -1,13 +1,17 @@
 # Everything a fresh machine needs is set up by these targets: they create .venv, install the
-# project with its compiled scanner, then run.  `make test` is the one test command (CI too).
+# project with its compiled scanner, then run.  `make test` is the one test command (CI too);
+# `make run` starts the service (SQLite by default; see README), `make run ARGS="--port 9000"`.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: test bench clean
+.PHONY: test run bench clean
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest
+
+run: $(VENV)/.installed
+	$(BIN)/python -m service serve $(ARGS)
 
 bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/bench_scanner.py
@@ -19,11 +23,11 @@ $(VENV)/.created:
 
 # Reinstalled whenever the packaging or the compiled scanner changes.
 $(VENV)/.installed: $(VENV)/.created pyproject.toml setup.py fastsse/_scanner.pyx fastsse/_simd.h
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,service]'
 	touch $@
 
 $(VENV)/.installed-bench: $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test,service,bench]'
 	touch $@
 
 clean:

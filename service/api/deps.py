@@ -1,0 +1,67 @@
+"""Dependencies the routes declare: settings, a database session, and who is calling."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+from sqlalchemy.orm import Session
+
+from ..auth import WebhookCheck
+from ..config import Settings
+
+UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
+
+
+def get_app_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    with request.app.state.sessionmaker() as session:
+        yield session
+
+
+SettingsDep = Annotated[Settings, Depends(get_app_settings)]
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+@dataclass(frozen=True, slots=True)
+class Gateway:
+    """A gateway known by its bearer token, or one whose webhook signature is checked once the
+    whole body has arrived (the signature covers the body)."""
+
+    name: str | None
+    webhook: WebhookCheck | None = None
+
+
+def ingest_caller(request: Request) -> Gateway:
+    credentials = request.app.state.ingest_credentials
+    authorization = request.headers.get("authorization")
+    if authorization is not None:
+        name = credentials.bearer(authorization)
+        if name is None:
+            raise HTTPException(401, "the bearer token is not a gateway's ingest token",
+                                headers=UNAUTHORIZED)
+        return Gateway(name)
+    check = credentials.webhook(request.headers, tolerance_seconds=request.app.state.settings
+                                .webhook_tolerance_seconds)
+    if check is None:
+        raise HTTPException(401, "send Authorization: Bearer <ingest token>, or sign the post "
+                                 "with Standard Webhooks headers", headers=UNAUTHORIZED)
+    if check.problem is not None:
+        raise HTTPException(401, check.problem, headers=UNAUTHORIZED)
+    return Gateway(None, check)
+
+
+def read_caller(request: Request) -> str:
+    name = request.app.state.read_credentials.bearer(request.headers.get("authorization"))
+    if name is None:
+        raise HTTPException(401, "send Authorization: Bearer <read token>", headers=UNAUTHORIZED)
+    return name
+
+
+IngestCaller = Annotated[Gateway, Depends(ingest_caller)]
+ReadCaller = Annotated[str, Depends(read_caller)]

@@ -1,0 +1,1 @@
+"""One module per resource: streams (ingest), verdicts and rates (reads), health (probes, metrics)."""

@@ -1,0 +1,47 @@
+"""GET /v1/verdicts: stored verdicts, newest first, filtered, with cursor pagination."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query
+
+from ...queries import BadCursor, VerdictFilter, list_verdicts
+from ..deps import ReadCaller, SessionDep
+from ..schemas import Problem, VerdictOut, VerdictPage
+
+router = APIRouter(prefix="/v1/verdicts", tags=["read"])
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    if moment is None:
+        return None
+    # A time without a zone is taken as UTC, the zone every verdict is stored in.
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(
+        timezone.utc)
+
+
+@router.get("", response_model=VerdictPage, summary="List stored verdicts",
+            responses={401: {"model": Problem}, 422: {"model": Problem}})
+def get_verdicts(
+    _team: ReadCaller,
+    session: SessionDep,
+    tool: str | None = None,
+    protocol: str | None = None,
+    category: str | None = None,
+    gateway: str | None = None,
+    silent: bool | None = None,
+    since: Annotated[datetime | None, Query(description="ISO 8601; inclusive.")] = None,
+    until: Annotated[datetime | None, Query(description="ISO 8601; exclusive.")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    cursor: Annotated[str | None, Query(max_length=64)] = None,
+) -> VerdictPage:
+    where = VerdictFilter(tool=tool, protocol=protocol, category=category, gateway=gateway,
+                          silent=silent, since=_utc(since), until=_utc(until))
+    try:
+        rows, next_cursor = list_verdicts(session, where, limit=limit, cursor=cursor)
+    except BadCursor as exc:
+        raise HTTPException(422, str(exc)) from None
+    return VerdictPage(verdicts=[VerdictOut.from_row(row) for row in rows],
+                       next_cursor=next_cursor)

@@ -1,0 +1,61 @@
+"""The FastAPI application: built by create_app(), which owns the engine and the writer."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from . import metrics
+from .api.routes import health, rates, streams, verdicts
+from .auth import Credentials, parse_tokens
+from .config import Settings, get_settings
+from .db import make_engine, make_sessionmaker
+from .writer import VerdictWriter
+
+log = logging.getLogger("service")
+
+DESCRIPTION = """Gateways post the raw bytes of each LLM stream they proxied; the service judges
+it with fastsse, stores the verdict (never the payload) and answers with it."""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    ingest = Credentials(parse_tokens(settings.ingest_tokens, settings.ingest_tokens_file,
+                                      setting="INGEST_TOKENS"))
+    read = Credentials(parse_tokens(settings.read_tokens, settings.read_tokens_file,
+                                    setting="READ_TOKENS"))
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        engine = make_engine(settings.database_url)
+        writer = VerdictWriter(
+            engine,
+            queue_size=settings.write_queue_size,
+            batch_size=settings.write_batch_size,
+            metrics_tools=settings.metrics_tool_names(),
+            retention_days=settings.retention_days,
+            retention_interval_seconds=settings.retention_interval_seconds,
+        )
+        app.state.engine = engine
+        app.state.sessionmaker = make_sessionmaker(engine)
+        app.state.writer = writer
+        if not ingest:
+            log.warning("INGEST_TOKENS is empty: every POST /v1/streams will get 401")
+        writer.start()
+        try:
+            yield
+        finally:
+            writer.stop()
+            engine.dispose()
+
+    app = FastAPI(title="fastsse ingestion service", description=DESCRIPTION, version="0.1.0",
+                  lifespan=lifespan)
+    app.state.settings = settings
+    app.state.ingest_credentials = ingest
+    app.state.read_credentials = read
+    app.add_middleware(metrics.IngestStatusMiddleware, path=streams.router.prefix)
+    for module in (streams, verdicts, rates, health):
+        app.include_router(module.router)
+    return app

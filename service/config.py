@@ -1,0 +1,66 @@
+"""Settings: everything the service reads from its environment, in one pydantic-settings class."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+import fastsse
+
+# Client tools the metrics label by name; every other tool is counted as "other", so a flood of
+# made-up tool names cannot multiply the series a Prometheus server has to keep.
+DEFAULT_METRICS_TOOLS = (
+    "aider,amp,claude-code,cline,codex,continue,copilot,crush,cursor,gemini-cli,goose,"
+    "kilo-code,opencode,openhands,qwen-code,roo-code,windsurf,zed"
+)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=None, extra="ignore", populate_by_name=True)
+
+    # The embedded default: an SQLite file in the working directory, so the service runs on a
+    # fresh machine with nothing else.  PostgreSQL: postgresql+psycopg://user@host:5432/db
+    database_url: str = "sqlite:///fastsse.sqlite3"
+
+    # A body over this is refused with 413 as soon as it is seen, read no further.
+    max_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    # Handed to fastsse: no SSE event (or line) may grow past this while it is scanned.
+    max_event_bytes: int = Field(default=fastsse.DEFAULT_MAX_EVENT_BYTES, ge=1)
+
+    # "gateway:secret,gateway2:secret2", or a file with one "gateway:secret" per line.
+    ingest_tokens: str = ""
+    ingest_tokens_file: Path | None = None
+    read_tokens: str = ""
+    read_tokens_file: Path | None = None
+    # Standard Webhooks: a signature older or newer than this is refused (replay window).
+    webhook_tolerance_seconds: int = Field(default=300, ge=1)
+
+    # Group commit: verdicts wait in this queue for the writer; when it is full, 503.
+    write_queue_size: int = Field(default=10_000, ge=1)
+    write_batch_size: int = Field(default=500, ge=1)
+    # How long a request waits for its verdict to be committed before answering 503.
+    write_timeout_seconds: float = Field(default=30.0, gt=0)
+    # Raw verdict rows older than this are deleted (per-minute rollups are kept).  0 keeps all.
+    retention_days: float = Field(default=30.0, ge=0)
+    retention_interval_seconds: float = Field(default=3600.0, gt=0)
+
+    metrics_tools: str = DEFAULT_METRICS_TOOLS
+    log_level: str = "info"
+
+    @field_validator("database_url")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        if not value.startswith(("sqlite", "postgresql")):
+            raise ValueError("DATABASE_URL must be sqlite:///... or postgresql+psycopg://...")
+        return value
+
+    def metrics_tool_names(self) -> frozenset[str]:
+        return frozenset(name.strip() for name in self.metrics_tools.split(",") if name.strip())
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

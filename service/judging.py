@@ -1,0 +1,138 @@
+"""From posted bytes to the row that is stored: scanning, the silent rule, model fallback.
+
+Plain functions and one small class, no HTTP: the routes call these, and so do the tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from datetime import datetime
+
+import fastsse
+
+MAX_TOOL_CHARS = 64
+UNKNOWN_TOOL = "unknown"
+_TOOL_JUNK = re.compile(r"[^a-z0-9._-]")
+
+
+class BodyTooLarge(Exception):
+    """The posted stream passed MAX_BODY_BYTES."""
+
+
+class StreamJudge:
+    """Scans a posted stream chunk by chunk as it arrives: memory stays bounded by fastsse."""
+
+    def __init__(self, protocol: str, *, max_body_bytes: int, max_event_bytes: int) -> None:
+        self._scanner = fastsse.Scanner(
+            protocol, max_event_bytes=max_event_bytes, max_line_bytes=max_event_bytes
+        )
+        self._digest = hashlib.sha256()
+        self._max_body_bytes = max_body_bytes
+        self.received = 0
+        self.scan_seconds = 0.0
+
+    def feed(self, chunk: bytes) -> None:
+        self.received += len(chunk)
+        if self.received > self._max_body_bytes:
+            raise BodyTooLarge
+        self._digest.update(chunk)
+        started = time.perf_counter()
+        self._scanner.feed(chunk)
+        self.scan_seconds += time.perf_counter() - started
+
+    def close(self, transport: str) -> tuple[fastsse.Verdict, str]:
+        """The verdict, and the SHA-256 of the bytes (to tell a retried post from a conflict)."""
+        started = time.perf_counter()
+        verdict = self._scanner.close(transport)
+        self.scan_seconds += time.perf_counter() - started
+        return verdict, self._digest.hexdigest()
+
+
+def sanitize_tool(raw: str | None) -> str:
+    """Tool names are labels, not free text: lowercase, a small alphabet, length-capped."""
+    tool = _TOOL_JUNK.sub("", (raw or "").strip().lower())[:MAX_TOOL_CHARS]
+    return tool or UNKNOWN_TOOL
+
+
+def is_silent(verdict: fastsse.Verdict, transport: str, upstream_status: int | None) -> bool:
+    """A failure whose transport looked clean: the kind a client accepts as a success."""
+    clean = transport == "eof" and (upstream_status is None or upstream_status < 400)
+    return clean and not verdict.complete
+
+
+# Suffixes that name a snapshot or an alias of the same model, not another model:
+# gpt-4o-2024-08-06, claude-sonnet-4-5-20250929, claude-3-5-sonnet@20240620, gpt-4-0613,
+# mistral-large-2407, gemini-1.5-pro-002, claude-3-5-sonnet-latest, ...-preview-05-20.
+_SNAPSHOT_SUFFIX = re.compile(
+    r"(?:[-@]\d{4}-\d{2}-\d{2}|[-@]\d{8}|-\d{2}-\d{2}|-\d{4}|-\d{3}|-latest)$"
+)
+
+
+def model_family(name: str) -> str:
+    """The model a name means, without provider prefix or snapshot date."""
+    family = name.strip().lower().rsplit("/", 1)[-1]  # openai/gpt-4o, models/gemini-2.5-pro
+    while True:
+        shorter = _SNAPSHOT_SUFFIX.sub("", family)
+        if shorter == family or not shorter:
+            return family
+        family = shorter
+
+
+def is_model_fallback(requested: str | None, served: str | None) -> bool:
+    if not requested or not served:
+        return False
+    return model_family(requested) != model_family(served)
+
+
+def verdict_row(
+    verdict: fastsse.Verdict,
+    *,
+    body_sha256: str,
+    gateway: str,
+    stream_id: str,
+    tool: str,
+    upstream_status: int | None,
+    model_requested: str | None,
+    request_id: str | None,
+    attempt: int | None,
+    received_at: datetime,
+) -> dict:
+    """The columns of one verdicts row (service/models.py), from a fastsse verdict."""
+    return {
+        "gateway": gateway,
+        "stream_id": stream_id,
+        "body_sha256": body_sha256,
+        "received_at": received_at,
+        "tool": tool,
+        "protocol": verdict.protocol,
+        "category": verdict.category,
+        "complete": verdict.complete,
+        "silent": is_silent(verdict, verdict.transport, upstream_status),
+        "retryable": verdict.retryable,
+        "transport": verdict.transport,
+        "upstream_status": upstream_status,
+        "finish_reason": verdict.finish_reason,
+        "finish_reason_raw": verdict.finish_reason_raw,
+        "error_code": verdict.error_code,
+        "limit_kind": verdict.limit,
+        "message": verdict.message,
+        "end_marker_seen": verdict.end_marker_seen,
+        "finish_reason_seen": verdict.finish_reason_seen,
+        "residual_bytes": verdict.residual_bytes,
+        "events": verdict.events,
+        "bytes": verdict.bytes,
+        "comments": verdict.comments,
+        "malformed_events": verdict.malformed_events,
+        "text_events": verdict.text_events,
+        "reasoning_events": verdict.reasoning_events,
+        "refusal_events": verdict.refusal_events,
+        "tool_calls": verdict.tool_calls,
+        "choices": verdict.choices,
+        "model_requested": model_requested,
+        "model_served": verdict.model,
+        "model_fallback": is_model_fallback(model_requested, verdict.model),
+        "request_id": request_id,
+        "attempt": attempt,
+    }

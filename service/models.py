@@ -1,0 +1,107 @@
+"""The stored tables.  Migrations in migrations/ create them; this module only describes them.
+
+Nothing here holds payload: a verdict row is state and category, counts and identifiers.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    Index,
+    Integer,
+    MetaData,
+    SmallInteger,
+    String,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# SQLite only autoincrements an INTEGER PRIMARY KEY; PostgreSQL gets a BIGINT identity.
+RowId = BigInteger().with_variant(Integer(), "sqlite")
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class StoredVerdict(Base):
+    """One judged stream, as a gateway posted it."""
+
+    __tablename__ = "verdicts"
+    __table_args__ = (
+        # stream_id is the gateway's idempotency key: the same id from two gateways is two streams.
+        UniqueConstraint("gateway", "stream_id"),
+        Index(None, "received_at"),
+        Index(None, "tool", "protocol", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
+    gateway: Mapped[str] = mapped_column(String(64))
+    stream_id: Mapped[str] = mapped_column(String(128))
+    # SHA-256 of the posted bytes: tells a retried post (same bytes) from a conflicting one.
+    body_sha256: Mapped[str] = mapped_column(String(64))
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    tool: Mapped[str] = mapped_column(String(64))
+    protocol: Mapped[str] = mapped_column(String(16))
+    category: Mapped[str] = mapped_column(String(32))
+    complete: Mapped[bool] = mapped_column(Boolean)
+    silent: Mapped[bool] = mapped_column(Boolean)
+    retryable: Mapped[bool] = mapped_column(Boolean)
+    transport: Mapped[str] = mapped_column(String(16))
+    upstream_status: Mapped[int | None] = mapped_column(SmallInteger)
+    finish_reason: Mapped[str | None] = mapped_column(String(32))
+    finish_reason_raw: Mapped[str | None] = mapped_column(String(64))
+    error_code: Mapped[str | None] = mapped_column(String(64))
+    limit_kind: Mapped[str | None] = mapped_column(String(16))
+    # One of fastsse's fixed sentences (it depends on more than the category), never payload.
+    message: Mapped[str] = mapped_column(String(200))
+
+    end_marker_seen: Mapped[bool] = mapped_column(Boolean)
+    finish_reason_seen: Mapped[bool] = mapped_column(Boolean)
+    residual_bytes: Mapped[int] = mapped_column(BigInteger)
+    events: Mapped[int] = mapped_column(BigInteger)
+    bytes: Mapped[int] = mapped_column(BigInteger)
+    comments: Mapped[int] = mapped_column(BigInteger)
+    malformed_events: Mapped[int] = mapped_column(BigInteger)
+    text_events: Mapped[int] = mapped_column(BigInteger)
+    reasoning_events: Mapped[int] = mapped_column(BigInteger)
+    refusal_events: Mapped[int] = mapped_column(BigInteger)
+    tool_calls: Mapped[int] = mapped_column(Integer)
+    choices: Mapped[int] = mapped_column(Integer)
+
+    model_requested: Mapped[str | None] = mapped_column(String(128))
+    model_served: Mapped[str | None] = mapped_column(String(128))
+    model_fallback: Mapped[bool] = mapped_column(Boolean)
+    request_id: Mapped[str | None] = mapped_column(String(128))
+    attempt: Mapped[int | None] = mapped_column(Integer)
+
+
+class VerdictRollup(Base):
+    """Counts per minute, kept up to date in the same transaction as the verdict rows.
+
+    Rates and the dashboard read these: O(buckets) whatever the number of verdict rows, and they
+    outlive the rows that retention deletes.
+    """
+
+    __tablename__ = "verdict_rollups"
+
+    minute: Mapped[datetime] = mapped_column(DateTime(timezone=True), primary_key=True)
+    gateway: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tool: Mapped[str] = mapped_column(String(64), primary_key=True)
+    protocol: Mapped[str] = mapped_column(String(16), primary_key=True)
+    category: Mapped[str] = mapped_column(String(32), primary_key=True)
+    verdicts: Mapped[int] = mapped_column(BigInteger)
+    silent: Mapped[int] = mapped_column(BigInteger)
+    model_fallbacks: Mapped[int] = mapped_column(BigInteger)
+    bytes: Mapped[int] = mapped_column(BigInteger)

@@ -1,0 +1,271 @@
+"""POST /v1/streams over real HTTP, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import socket
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+
+from service.db import make_engine
+from service.models import StoredVerdict, VerdictRollup
+
+from .conftest import INGEST
+from .streams import anthropic_stream, chat_stream
+
+
+def post(client, body: bytes, **params):
+    params.setdefault("stream_id", "s-1")
+    return client.post("/v1/streams", params=params, content=body, headers=INGEST)
+
+
+def stored_rows(url: str) -> list[dict]:
+    engine = make_engine(url)
+    with engine.connect() as connection:
+        rows = [dict(r) for r in connection.execute(select(StoredVerdict.__table__)).mappings()]
+    engine.dispose()
+    return rows
+
+
+def test_complete_stream_is_stored_and_answered_201(client, database_url):
+    response = post(client, chat_stream(), tool="codex", stream_id="abc-1")
+    assert response.status_code == 201, response.text
+    verdict = response.json()
+    assert verdict["category"] == "complete"
+    assert verdict["complete"] is True and verdict["silent"] is False
+    assert verdict["stream_id"] == "abc-1" and verdict["gateway"] == "gw1"
+    assert verdict["tool"] == "codex" and verdict["protocol"] == "chat"
+    assert verdict["finish_reason"] == "stop" and verdict["end_marker_seen"] is True
+    [row] = stored_rows(database_url)
+    assert row["id"] == verdict["id"] and row["category"] == "complete"
+    assert row["bytes"] == len(chat_stream())
+
+
+@pytest.mark.parametrize(
+    ("body", "params", "category", "silent"),
+    [
+        (chat_stream(done=False), {}, "no_end_marker", True),
+        (chat_stream(finish="length"), {}, "truncated_length", True),
+        (chat_stream(done=False), {"transport": "reset"}, "transport_error", False),
+        (chat_stream(), {"upstream_status": "502"}, "complete", False),
+        (chat_stream(done=False), {"upstream_status": "500"}, "no_end_marker", False),
+        (chat_stream() + b"data: {\"id\": \"chatc", {}, "buffer_residual", True),
+        (anthropic_stream(error="busy"), {"protocol": "anthropic"}, "upstream_error", True),
+        (b"", {}, "no_end_marker", True),
+    ],
+)
+def test_category_and_silent_rule(client, body, params, category, silent):
+    verdict = post(client, body, **params).json()
+    assert (verdict["category"], verdict["silent"]) == (category, silent)
+    assert verdict["complete"] is (category == "complete")
+
+
+def test_same_bytes_again_gives_200_and_one_row(client, database_url):
+    first = post(client, chat_stream(), stream_id="dup")
+    again = post(client, chat_stream(), stream_id="dup", tool="other-params-are-ignored")
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json() == first.json()
+    assert len(stored_rows(database_url)) == 1
+
+
+def test_other_bytes_under_a_stored_id_give_409(client, database_url):
+    assert post(client, chat_stream(), stream_id="dup").status_code == 201
+    conflict = post(client, chat_stream(done=False), stream_id="dup")
+    assert conflict.status_code == 409
+    assert "different bytes" in conflict.json()["detail"]
+    [row] = stored_rows(database_url)
+    assert row["category"] == "complete"
+
+
+def test_stream_ids_are_per_gateway(serve, database_url):
+    server = serve(ingest_tokens="gw1:one,gw2:two")
+    with httpx.Client(base_url=server.url) as http:
+        for secret in ("one", "two"):
+            response = http.post("/v1/streams", params={"stream_id": "same"},
+                                 content=chat_stream(), headers={"Authorization": f"Bearer {secret}"})
+            assert response.status_code == 201
+    assert sorted(r["gateway"] for r in stored_rows(database_url)) == ["gw1", "gw2"]
+
+
+def test_concurrent_duplicates_store_exactly_one_row(server, database_url):
+    body = chat_stream(text="one two three " * 50)
+
+    def send(_):
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            return post(http, body, stream_id="raced").status_code
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        statuses = list(pool.map(send, range(48)))
+    assert sorted(statuses) == [200] * 47 + [201]
+    assert len(stored_rows(database_url)) == 1
+    engine = make_engine(database_url)
+    with engine.connect() as connection:
+        counted = connection.execute(select(func.sum(VerdictRollup.verdicts))).scalar_one()
+    engine.dispose()
+    assert counted == 1
+
+
+def test_rows_and_rollups_agree_after_many_posts(server, database_url):
+    bodies = [chat_stream(), chat_stream(done=False), chat_stream(finish="length")]
+
+    def send(i):
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            return post(http, bodies[i % 3], stream_id=f"many-{i}", tool="codex").status_code
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        assert set(pool.map(send, range(90))) == {201}
+    engine = make_engine(database_url)
+    with engine.connect() as connection:
+        per_category = dict(connection.execute(
+            select(VerdictRollup.category, func.sum(VerdictRollup.verdicts))
+            .group_by(VerdictRollup.category)).all())
+        silent = connection.execute(select(func.sum(VerdictRollup.silent))).scalar_one()
+    engine.dispose()
+    assert per_category == {"complete": 30, "no_end_marker": 30, "truncated_length": 30}
+    assert silent == 60
+    assert len(stored_rows(database_url)) == 90
+
+
+@pytest.mark.parametrize(
+    ("requested", "served", "fallback"),
+    [
+        ("gpt-4o", "gpt-4o-2024-08-06", False),
+        ("gpt-4o", "gpt-4o-mini-2024-07-18", True),
+        ("claude-sonnet-4-5", "claude-sonnet-4-5-20250929", False),
+        ("claude-3-5-sonnet-latest", "claude-3-5-sonnet-20241022", False),
+        ("openai/gpt-4o", "gpt-4o", False),
+        ("claude-opus-4-1", "claude-opus-4", True),
+    ],
+)
+def test_silent_model_fallback(client, requested, served, fallback):
+    verdict = post(client, chat_stream(model=served), model_requested=requested).json()
+    assert verdict["model_fallback"] is fallback
+    assert verdict["model"] == served and verdict["model_requested"] == requested
+    assert verdict["category"] == "complete"  # the category stays what the bytes say
+
+
+def test_tool_is_sanitized_and_capped(client):
+    verdict = post(client, chat_stream(), tool="  Claude Code<script>" + "x" * 200).json()
+    assert verdict["tool"] == ("claudecodescript" + "x" * 200)[:64]
+    assert post(client, chat_stream(), stream_id="s-2").json()["tool"] == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({}, "stream_id"),
+        ({"stream_id": ""}, "stream_id"),
+        ({"stream_id": "has space"}, "stream_id"),
+        ({"stream_id": "x" * 129}, "stream_id"),
+        ({"stream_id": "s", "protocol": "grpc"}, "protocol"),
+        ({"stream_id": "s", "transport": "closed"}, "transport"),
+        ({"stream_id": "s", "upstream_status": "700"}, "upstream_status"),
+        ({"stream_id": "s", "upstream_status": "ok"}, "upstream_status"),
+        ({"stream_id": "s", "attempt": "-1"}, "attempt"),
+        ({"stream_id": "s", "model_requested": "gpt 4o"}, "model_requested"),
+    ],
+)
+def test_bad_parameters_get_422_with_the_reason(client, database_url, params, field):
+    response = client.post("/v1/streams", params=params, content=chat_stream(), headers=INGEST)
+    assert response.status_code == 422
+    assert any(field in error["loc"] for error in response.json()["detail"])
+    assert stored_rows(database_url) == []
+
+
+def test_body_over_the_limit_gets_413_and_nothing_stored(serve, database_url):
+    server = serve(max_body_bytes=1000)
+    with httpx.Client(base_url=server.url) as http:
+        response = post(http, chat_stream(text="word " * 400))
+        assert response.status_code == 413 and "MAX_BODY_BYTES" in response.json()["detail"]
+
+        def chunks():
+            for _ in range(100):
+                yield b": keep-alive padding " * 10
+
+        chunked = http.post("/v1/streams", params={"stream_id": "c"}, content=chunks(),
+                            headers=INGEST)
+        assert chunked.status_code == 413
+        assert post(http, chat_stream(), stream_id="small").status_code == 201
+    assert [r["stream_id"] for r in stored_rows(database_url)] == ["small"]
+
+
+def raw_request(port: int, head: bytes, body_parts, *, read: bool = True) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(head)
+        for part in body_parts:
+            try:
+                sock.sendall(part)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+        if not read:
+            return b""
+        answer = b""
+        try:
+            while chunk := sock.recv(65536):
+                answer += chunk
+        except ConnectionResetError:
+            pass
+        return answer
+
+
+def test_413_comes_before_the_body_is_read(serve, database_url):
+    """A lying Content-Length that is too large is refused at once; the body is never sent."""
+    server = serve(max_body_bytes=1000)
+    head = (b"POST /v1/streams?stream_id=big HTTP/1.1\r\nHost: x\r\n"
+            b"Authorization: Bearer ingest-secret-gw1\r\nContent-Length: 100000000\r\n"
+            b"Connection: close\r\n\r\n")
+    answer = raw_request(server.port, head, [])
+    assert answer.startswith(b"HTTP/1.1 413")
+    assert stored_rows(database_url) == []
+
+
+def test_chunked_body_past_the_limit_is_cut_off_while_it_streams(serve, database_url):
+    server = serve(max_body_bytes=50_000)
+    head = (b"POST /v1/streams?stream_id=endless HTTP/1.1\r\nHost: x\r\n"
+            b"Authorization: Bearer ingest-secret-gw1\r\nTransfer-Encoding: chunked\r\n\r\n")
+    piece = b": padding\n" * 1000
+    chunk = f"{len(piece):x}\r\n".encode() + piece + b"\r\n"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(head)
+        answer = b""
+        sent = 0
+        sock.settimeout(0.2)
+        # The client never ends its body; the server must answer anyway, after ~50 kB.
+        while not answer.startswith(b"HTTP/1.1") and sent < 200:
+            try:
+                sock.sendall(chunk)
+                sent += 1
+                answer += sock.recv(65536)
+            except TimeoutError:
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                break
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert sent < 20
+    assert stored_rows(database_url) == []
+
+
+def test_upload_that_breaks_off_stores_nothing(server, database_url):
+    body = chat_stream()
+    head = (b"POST /v1/streams?stream_id=cut HTTP/1.1\r\nHost: x\r\n"
+            b"Authorization: Bearer ingest-secret-gw1\r\n"
+            + f"Content-Length: {len(body) + 500}\r\n\r\n".encode())
+    raw_request(server.port, head, [body], read=False)  # closes after sending too few bytes
+    # The next request is answered only after the server saw the broken upload (same loop).
+    with httpx.Client(base_url=server.url) as http:
+        assert post(http, chat_stream(), stream_id="after").status_code == 201
+    assert [r["stream_id"] for r in stored_rows(database_url)] == ["after"]
+
+
+def test_database_down_gives_503_with_retry_after(serve):
+    server = serve(database_url="postgresql+psycopg://postgres@127.0.0.1:1/none",
+                   write_timeout_seconds=20)
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        response = post(http, chat_stream())
+        assert response.status_code == 503
+        assert response.headers["retry-after"] == "5"
+        assert "retry" in response.json()["detail"]
+        assert http.get("/readyz").status_code == 503
+        assert http.get("/healthz").status_code == 200
