@@ -109,7 +109,12 @@ class VerdictWriter:
     def _run(self) -> None:
         stopping = False
         while not stopping:
-            first = self._queue.get()
+            try:
+                # Wake up now and then even when idle, so retention runs without traffic.
+                first = self._queue.get(timeout=min(self._retention_interval, 60.0))
+            except queue.Empty:
+                self._prune_when_due()
+                continue
             batch = []
             if first is None:
                 stopping = True

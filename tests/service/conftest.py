@@ -181,7 +181,8 @@ class ServiceProcess:
             time.sleep(0.1)
 
     def log(self) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(errors="replace")
 
     def stop(self) -> None:
@@ -192,7 +193,8 @@ class ServiceProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        self._log.close()
+        if not self._log.closed:
+            self._log.close()
 
 
 @pytest.fixture

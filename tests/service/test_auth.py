@@ -1,0 +1,131 @@
+"""Credentials: bearer tokens per gateway and per team, and Standard Webhooks signatures."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from service.auth import ConfigError, Credentials, parse_tokens, sign_webhook
+
+from .conftest import INGEST, READ, WEBHOOK_SECRET
+from .streams import chat_stream
+from .test_ingest import stored_rows
+
+
+def signed_headers(body: bytes, *, secret: str = WEBHOOK_SECRET, msg_id: str = "msg_1",
+                   timestamp: int | None = None) -> dict:
+    timestamp = int(time.time()) if timestamp is None else timestamp
+    return {"webhook-id": msg_id, "webhook-timestamp": str(timestamp),
+            "webhook-signature": sign_webhook(secret, msg_id, timestamp, body)}
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": "Bearer"},
+        {"Authorization": "Basic aW5nZXN0LXNlY3JldC1ndzE="},
+        READ,  # a read token does not grant ingest
+    ],
+)
+def test_ingest_without_a_gateway_secret_is_401_and_stores_nothing(client, database_url, headers):
+    response = client.post("/v1/streams", params={"stream_id": "s"}, content=chat_stream(),
+                           headers=headers)
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == "Bearer"
+    assert stored_rows(database_url) == []
+
+
+def test_credentials_are_checked_before_parameters(client):
+    response = client.post("/v1/streams", params={"stream_id": "bad id"}, content=b"")
+    assert response.status_code == 401
+
+
+def test_gateway_comes_from_the_credential_not_a_parameter(client):
+    verdict = client.post("/v1/streams", params={"stream_id": "s", "gateway": "signer"},
+                          content=chat_stream(), headers=INGEST).json()
+    assert verdict["gateway"] == "gw1"
+
+
+@pytest.mark.parametrize("path", ["/v1/verdicts", "/v1/rates"])
+def test_reads_need_a_read_token(client, path):
+    assert client.get(path).status_code == 401
+    assert client.get(path, headers=INGEST).status_code == 401  # an ingest token cannot read
+    assert client.get(path, headers=READ).status_code == 200
+
+
+def test_signed_post_is_accepted_as_the_signing_gateway(client, database_url):
+    body = chat_stream()
+    response = client.post("/v1/streams", params={"stream_id": "signed"}, content=body,
+                           headers=signed_headers(body))
+    assert response.status_code == 201, response.text
+    assert response.json()["gateway"] == "signer"
+
+
+def test_signed_chunked_post_is_checked_over_the_streamed_body(client):
+    body = chat_stream(text="many words " * 300)
+    pieces = (body[i:i + 700] for i in range(0, len(body), 700))
+    response = client.post("/v1/streams", params={"stream_id": "signed-chunked"}, content=pieces,
+                           headers=signed_headers(body))
+    assert response.status_code == 201, response.text
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    ["body", "secret", "expired", "future", "missing-id", "not-base64", "v2-only"],
+)
+def test_bad_signatures_are_401_and_store_nothing(client, database_url, tamper):
+    body = chat_stream()
+    headers = signed_headers(body)
+    sent = body
+    if tamper == "body":
+        sent = body.replace(b"Hello", b"Jello")
+    elif tamper == "secret":
+        headers = signed_headers(body, secret="whsec_" + "A" * 32)
+    elif tamper == "expired":
+        headers = signed_headers(body, timestamp=int(time.time()) - 301)
+    elif tamper == "future":
+        headers = signed_headers(body, timestamp=int(time.time()) + 301)
+    elif tamper == "missing-id":
+        del headers["webhook-id"]
+    elif tamper == "not-base64":
+        headers["webhook-signature"] = "v1,@@@"
+    elif tamper == "v2-only":
+        headers["webhook-signature"] = headers["webhook-signature"].replace("v1,", "v2,")
+    response = client.post("/v1/streams", params={"stream_id": "s"}, content=sent,
+                           headers=headers)
+    assert response.status_code == 401
+    assert stored_rows(database_url) == []
+
+
+def test_one_of_several_signatures_may_match(client):
+    body = chat_stream()
+    headers = signed_headers(body)
+    headers["webhook-signature"] = "v1,AAAA " + headers["webhook-signature"]
+    response = client.post("/v1/streams", params={"stream_id": "rotated"}, content=body,
+                           headers=headers)
+    assert response.status_code == 201
+
+
+def test_token_lists_parse_and_refuse_junk_without_echoing_secrets(tmp_path):
+    file = tmp_path / "tokens"
+    file.write_text("# gateways\ngw2:two\n\n")
+    assert parse_tokens("gw1:one:with:colons", file, setting="INGEST_TOKENS") == {
+        "gw1": "one:with:colons", "gw2": "two"}
+    for bad in ("nosecret", "bad name:s", "gw:", "gw:a,gw:b"):
+        with pytest.raises(ConfigError) as caught:
+            parse_tokens(bad, None, setting="INGEST_TOKENS")
+        assert "s3cr3t" not in str(caught.value)
+    with pytest.raises(ConfigError, match="cannot be read"):
+        parse_tokens("", tmp_path / "absent", setting="READ_TOKENS")
+
+
+def test_bearer_matches_exactly():
+    credentials = Credentials({"a": "secret-a", "b": "secret-b"})
+    assert credentials.bearer("Bearer secret-b") == "b"
+    assert credentials.bearer("bearer secret-a") == "a"
+    assert credentials.bearer("Bearer secret-") is None
+    assert credentials.bearer("Bearer secret-a2") is None
+    assert credentials.bearer(None) is None

@@ -1,0 +1,90 @@
+"""Payload text never reaches the database, the logs, the metrics or a response."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+
+import httpx
+import pytest
+
+from .conftest import INGEST, READ
+from .streams import CANARY, anthropic_stream, chat_stream
+
+
+def canary_streams() -> list[tuple[dict, bytes]]:
+    """The canary in every place a payload can carry it, whole and cut in half.
+
+    (The served model name is metadata the verdict records on purpose, sanitized and capped,
+    so the canary is not put there.)
+    """
+    chat = chat_stream(text=f"secret {CANARY} text")
+    return [
+        ({"protocol": "chat"}, chat),
+        ({"protocol": "chat"}, chat[: chat.index(CANARY.encode()) + 10]),  # cut inside it
+        ({"protocol": "chat"}, chat_stream(tool_arguments='{"q": "' + CANARY + '"}')),
+        ({"protocol": "chat"}, chat_stream(tool_arguments='{"q": "' + CANARY)),  # malformed
+        ({"protocol": "chat"}, b'data: {"error": {"message": "' + CANARY.encode()
+                               + b'", "type": "server_error"}}\n\n'),
+        ({"protocol": "anthropic"}, anthropic_stream(text=CANARY)),
+        ({"protocol": "anthropic"}, anthropic_stream(error=CANARY)),
+        ({"protocol": "responses"}, b'event: response.failed\ndata: {"type": "response.failed", '
+                                    b'"response": {"error": {"code": "server_error", "message": "'
+                                    + CANARY.encode() + b'"}}}\n\n'),
+        ({}, b'{"error": {"code": 500, "message": "' + CANARY.encode()
+             + b'", "status": "INTERNAL"}}'),
+        ({}, CANARY.encode() + b"\n\n" + CANARY.encode()),  # not SSE at all
+        ({"protocol": "chat"}, b"data: " + CANARY.encode() * 50 + b"\n\n"),
+        ({}, b'data: {"x": "' + CANARY.encode() + b'\n\n' + chat),  # a broken event
+        ({}, chat + b'data: {"choices": [{"delta": {"content": "' + CANARY.encode()),  # residue
+        ({}, chat.replace(b'"content": "secret "', b'"refusal": "' + CANARY.encode() + b'"')),
+    ]
+
+
+def database_dump(url: str) -> str:
+    if url.startswith("sqlite"):
+        connection = sqlite3.connect(url.removeprefix("sqlite:///"))
+        try:
+            return "\n".join(connection.iterdump())
+        finally:
+            connection.close()
+    target = url.replace("postgresql+psycopg://", "postgresql://")
+    return subprocess.run(["pg_dump", "--data-only", target], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def test_canary_never_leaves_the_request_body(service_process, database_url):
+    service = service_process({"DATABASE_URL": database_url, "LOG_LEVEL": "debug"})
+    answers = []
+    with httpx.Client(base_url=service.url, timeout=30) as http:
+        for i, (params, body) in enumerate(canary_streams()):
+            assert CANARY[:10].encode() in body
+            response = http.post("/v1/streams", content=body, headers=INGEST,
+                                 params={"stream_id": f"canary-{i}", "tool": "codex", **params})
+            assert response.status_code == 201, response.text
+            answers.append(response.text)
+            again = http.post("/v1/streams", content=body, headers=INGEST,
+                              params={"stream_id": f"canary-{i}"})
+            answers.append(again.text)
+        conflict = http.post("/v1/streams", content=b"data: other\n\n", headers=INGEST,
+                             params={"stream_id": "canary-0"})
+        assert conflict.status_code == 409
+        answers.append(conflict.text)
+        answers.append(http.get("/v1/verdicts", params={"limit": 1000}, headers=READ).text)
+        answers.append(http.get("/v1/rates", params={"by": "gateway,tool,protocol"},
+                                headers=READ).text)
+        metrics = http.get("/metrics").text
+    categories = {json.loads(a)["category"] for a in answers[:-3:2]}
+    # The canary went through many different verdict paths.
+    assert {"complete", "no_end_marker", "tool_call_malformed", "upstream_error",
+            "malformed_event", "buffer_residual", "content_filtered"} <= categories
+    service.stop()
+
+    dump = database_dump(database_url)
+    assert "canary-3" in dump  # the dump really holds the rows
+    assert "stream_verdicts_total" in metrics
+    for where, text in [("database", dump), ("logs", service.log()), ("metrics", metrics),
+                        *(("response", a) for a in answers)]:
+        assert CANARY not in text, f"the canary reached the {where}"
+        assert CANARY[:20] not in text, f"part of the canary reached the {where}"

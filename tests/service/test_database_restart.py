@@ -1,0 +1,148 @@
+"""A PostgreSQL server stopped and restarted under traffic loses no acknowledged verdict.
+
+The test runs its own throwaway server (initdb + pg_ctl), never the shared one: stopping that
+would break everybody else's tests.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, select
+
+from service.models import StoredVerdict
+
+from .conftest import INGEST, REQUIRE_POSTGRES
+from .streams import chat_stream
+
+
+def postgres_bin() -> Path:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        which = shutil.which("initdb")
+        if which is None:
+            if REQUIRE_POSTGRES:
+                pytest.fail("initdb is needed (FASTSSE_REQUIRE_POSTGRES=1) but not installed")
+            pytest.skip("PostgreSQL's initdb/pg_ctl are not installed")
+        return Path(which).parent
+    return Path(found[-1]).parent
+
+
+class ThrowawayPostgres:
+    def __init__(self) -> None:
+        self.bin = postgres_bin()
+        self.root = Path(tempfile.mkdtemp(prefix="fastsse-pg-"))
+        self.data = self.root / "data"
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
+        # PostgreSQL refuses to run as root: run it as the postgres user when we are root.
+        self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        if self.as_user:
+            shutil.chown(self.root, "postgres")
+        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
+
+    def _run(self, tool: str, *args: str) -> None:
+        subprocess.run([*self.as_user, str(self.bin / tool), *args], check=True,
+                       capture_output=True, timeout=120)
+
+    def start(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w",
+                  "-o", f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1", "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
+
+    def destroy(self) -> None:
+        try:
+            self.stop("immediate")
+        except subprocess.CalledProcessError:
+            pass
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture
+def throwaway_postgres():
+    server = ThrowawayPostgres()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.destroy()
+
+
+def test_no_acknowledged_verdict_is_lost_across_a_database_crash(throwaway_postgres,
+                                                                   service_process):
+    database = throwaway_postgres
+    service = service_process({"DATABASE_URL": database.url, "WRITE_TIMEOUT_SECONDS": "10"})
+    body = chat_stream(text="a reasonably long answer " * 20)
+    acknowledged: list[str] = []
+    refused: list[str] = []
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def traffic(worker: int) -> None:
+        with httpx.Client(base_url=service.url, timeout=30) as http:
+            n = 0
+            while not stop.is_set():
+                stream_id = f"t{worker}-{n}"
+                n += 1
+                response = http.post("/v1/streams", params={"stream_id": stream_id},
+                                     content=body, headers=INGEST)
+                with lock:
+                    if response.status_code in (200, 201):
+                        acknowledged.append(stream_id)
+                    else:
+                        assert response.status_code == 503, response.text
+                        assert response.headers["retry-after"]
+                        refused.append(stream_id)
+                        time.sleep(0.05)
+
+    threads = [threading.Thread(target=traffic, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(1.5)
+        before_crash = len(acknowledged)
+        database.stop("immediate")  # like a crash: no shutdown checkpoint
+        time.sleep(2.0)
+        during_outage = len(acknowledged)
+        database.start()
+        deadline = time.monotonic() + 30
+        while len(acknowledged) < during_outage + 50 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(60)
+
+    assert before_crash > 0
+    assert refused, "the outage was never noticed"
+    assert len(acknowledged) >= during_outage + 50, "the service did not recover by itself"
+
+    # Retried refusals are stored once: 201 if the first try was lost, 200 if it had committed.
+    with httpx.Client(base_url=service.url, timeout=30) as http:
+        for stream_id in refused:
+            response = http.post("/v1/streams", params={"stream_id": stream_id}, content=body,
+                                 headers=INGEST)
+            assert response.status_code in (200, 201)
+
+    engine = create_engine(database.url)
+    with engine.connect() as connection:
+        stored = set(connection.execute(select(StoredVerdict.stream_id)).scalars())
+    engine.dispose()
+    lost = [stream_id for stream_id in acknowledged if stream_id not in stored]
+    assert lost == []
+    assert set(refused) <= stored
+    assert len(stored) == len(set(acknowledged) | set(refused))

@@ -1,0 +1,129 @@
+"""The schema, durability settings, retention and the writer's back-pressure."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from alembic import command
+from sqlalchemy import func, select, text, update
+
+from service.db import alembic_config, make_engine
+from service.models import StoredVerdict, VerdictRollup
+from service.writer import VerdictWriter, WriterUnavailable, prune
+
+from .conftest import INGEST
+from .streams import chat_stream
+
+
+def test_migrations_match_the_models_and_go_down_and_up(database_url):
+    config = alembic_config(database_url)
+    command.check(config)  # raises when the models and migrations/ drifted apart
+    command.downgrade(config, "base")
+    command.upgrade(config, "head")
+    command.check(config)
+
+
+def test_postgres_commits_synchronously_even_if_the_database_says_otherwise(postgres_url):
+    name = postgres_url.rsplit("/", 1)[1]
+    engine = make_engine(postgres_url)
+    with engine.connect() as connection:
+        connection.execute(text(f'ALTER DATABASE "{name}" SET synchronous_commit = off'))
+        connection.commit()
+    engine.dispose()
+    engine = make_engine(postgres_url)
+    with engine.connect() as connection:
+        assert connection.execute(text("SHOW synchronous_commit")).scalar_one() == "on"
+    engine.dispose()
+
+
+def test_sqlite_is_durable_and_concurrent(sqlite_url):
+    engine = make_engine(sqlite_url)
+    with engine.connect() as connection:
+        assert connection.execute(text("PRAGMA journal_mode")).scalar_one() == "wal"
+        assert connection.execute(text("PRAGMA synchronous")).scalar_one() == 2  # FULL
+    engine.dispose()
+
+
+def counts(url: str) -> tuple[int, int]:
+    engine = make_engine(url)
+    with engine.connect() as connection:
+        rows = connection.execute(select(func.count()).select_from(StoredVerdict)).scalar_one()
+        rolled = connection.execute(select(func.sum(VerdictRollup.verdicts))).scalar_one()
+    engine.dispose()
+    return rows, rolled
+
+
+def age_row(url: str, stream_id: str, days: float) -> None:
+    engine = make_engine(url)
+    with engine.begin() as connection:
+        connection.execute(update(StoredVerdict).where(StoredVerdict.stream_id == stream_id)
+                           .values(received_at=datetime.now(timezone.utc) - timedelta(days=days)))
+    engine.dispose()
+
+
+def test_prune_deletes_old_rows_and_keeps_rollups(client, database_url):
+    for i in range(3):
+        assert client.post("/v1/streams", params={"stream_id": f"p{i}"}, content=chat_stream(),
+                           headers=INGEST).status_code == 201
+    age_row(database_url, "p0", 40)
+    age_row(database_url, "p1", 31)
+    engine = make_engine(database_url)
+    assert prune(engine, datetime.now(timezone.utc) - timedelta(days=30)) == 2
+    assert prune(engine, datetime.now(timezone.utc) - timedelta(days=30)) == 0
+    engine.dispose()
+    assert counts(database_url) == (1, 3)
+
+
+def test_the_writer_prunes_by_itself_when_retention_is_set(serve, database_url):
+    import httpx
+
+    server = serve(retention_days=1, retention_interval_seconds=0.2)
+    with httpx.Client(base_url=server.url) as http:
+        for i in range(2):
+            assert http.post("/v1/streams", params={"stream_id": f"keep{i}"},
+                             content=chat_stream(), headers=INGEST).status_code == 201
+    age_row(database_url, "keep0", 2)
+    deadline = time.monotonic() + 10
+    while counts(database_url)[0] != 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert counts(database_url) == (1, 2)
+
+
+def test_a_full_write_queue_is_refused_at_once(sqlite_url):
+    from service.db import migrate
+
+    migrate(sqlite_url)
+    engine = make_engine(sqlite_url)
+    writer = VerdictWriter(engine, queue_size=1, batch_size=10, metrics_tools=frozenset())
+    row = {"tool": "codex"}
+
+    async def two_writes():
+        with pytest.raises(WriterUnavailable, match="in time"):
+            await writer.write(row, timeout=0.05)  # queued, but nobody commits (not started)
+        with pytest.raises(WriterUnavailable, match="queue is full"):
+            await writer.write(row, timeout=5)
+
+    asyncio.run(two_writes())
+    engine.dispose()
+
+
+def test_the_alembic_command_line_finds_no_drift(tmp_path):
+    """What CI's reviewers run by hand: `alembic check` from the repository root."""
+    import os
+    import subprocess
+    import sys
+
+    from service.db import migrate
+
+    from .conftest import REPO
+
+    url = f"sqlite:///{tmp_path / 'cli.sqlite3'}"
+    migrate(url)
+    result = subprocess.run([sys.executable, "-m", "alembic", "check"], cwd=REPO,
+                            env={**os.environ, "DATABASE_URL": url}, capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr
+    assert "No new upgrade operations detected" in result.stdout + result.stderr

@@ -1,0 +1,62 @@
+"""With --workers 2, /metrics adds up every worker's counts."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import re
+
+import httpx
+
+from .conftest import INGEST
+from .streams import chat_stream
+
+POSTS = 80
+
+
+def metric_total(text: str, name: str, **labels: str) -> float:
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith((name + "{", name + " ")):
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}")[0])) if "{" in line else {}
+        if all(found.get(k) == v for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def test_metrics_count_every_post_across_two_workers(service_process, database_url):
+    service = service_process({"DATABASE_URL": database_url}, workers=2)
+    bodies = [chat_stream(), chat_stream(done=False)]
+
+    def send(i: int) -> int:
+        # A new connection each time, so the kernel spreads them over both workers.
+        with httpx.Client(base_url=service.url, timeout=30) as http:
+            return http.post("/v1/streams", params={"stream_id": f"w{i}", "tool": "codex"},
+                             content=bodies[i % 2], headers=INGEST).status_code
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(send, range(POSTS))) == [201] * POSTS
+    with httpx.Client(base_url=service.url) as http:
+        send(0)  # a duplicate: answered 200, not counted as a verdict
+        scrapes = [http.get("/metrics").text for _ in range(6)]
+    for text in scrapes:
+        assert metric_total(text, "stream_verdicts_total") == POSTS
+        assert metric_total(text, "stream_verdicts_total", category="complete") == POSTS / 2
+        assert metric_total(text, "stream_verdicts_total", silent="true") == POSTS / 2
+        assert metric_total(text, "ingest_requests_total", status="201") == POSTS
+        assert metric_total(text, "ingest_requests_total", status="200") == 1
+        assert metric_total(text, "stream_bytes_count") == POSTS + 1
+    assert service.log().count("Started server process") == 2
+
+
+def test_unknown_tools_share_one_label(client):
+    with httpx.Client(base_url=client.base_url) as http:
+        before = http.get("/metrics").text
+        for i in range(5):
+            http.post("/v1/streams", params={"stream_id": f"t{i}", "tool": f"made-up-{i}"},
+                      content=chat_stream(), headers=INGEST)
+        after = http.get("/metrics").text
+    assert "made-up" not in after
+    grown = (metric_total(after, "stream_verdicts_total", tool="other")
+             - metric_total(before, "stream_verdicts_total", tool="other"))
+    assert grown == 5
