@@ -269,3 +269,14 @@ def test_database_down_gives_503_with_retry_after(serve):
         assert "retry" in response.json()["detail"]
         assert http.get("/readyz").status_code == 503
         assert http.get("/healthz").status_code == 200
+
+
+def test_max_event_bytes_is_handed_to_fastsse(serve):
+    server = serve(max_event_bytes=256)
+    with httpx.Client(base_url=server.url) as http:
+        verdict = post(http, chat_stream(text="long " * 100)).json()
+        # chat_stream puts each word in its own small event: within the limit.
+        assert verdict["category"] == "complete"
+        big = b'data: {"choices": [{"index": 0, "delta": {"content": "' + b"x" * 400 + b'"}}]}\n\n'
+        verdict = post(http, big + chat_stream(), stream_id="big").json()
+        assert verdict["category"] == "limit_exceeded" and verdict["limit"] is not None

@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
 from datetime import datetime, timedelta, timezone
 
+import httpx
 import pytest
 from alembic import command
+from prometheus_client import REGISTRY
 from sqlalchemy import func, select, text, update
 
-from service.db import alembic_config, make_engine
+import fastsse
+from service.db import alembic_config, make_engine, migrate
+from service.judging import verdict_row
 from service.models import StoredVerdict, VerdictRollup
-from service.writer import VerdictWriter, WriterUnavailable, prune
+from service.writer import CREATED, VerdictWriter, WriterUnavailable, prune
 
-from .conftest import INGEST
+from .conftest import INGEST, REPO
 from .streams import chat_stream
 
 
@@ -78,8 +85,6 @@ def test_prune_deletes_old_rows_and_keeps_rollups(client, database_url):
 
 
 def test_the_writer_prunes_by_itself_when_retention_is_set(serve, database_url):
-    import httpx
-
     server = serve(retention_days=1, retention_interval_seconds=0.2)
     with httpx.Client(base_url=server.url) as http:
         for i in range(2):
@@ -93,8 +98,6 @@ def test_the_writer_prunes_by_itself_when_retention_is_set(serve, database_url):
 
 
 def test_a_full_write_queue_is_refused_at_once(sqlite_url):
-    from service.db import migrate
-
     migrate(sqlite_url)
     engine = make_engine(sqlite_url)
     writer = VerdictWriter(engine, queue_size=1, batch_size=10, metrics_tools=frozenset())
@@ -112,14 +115,6 @@ def test_a_full_write_queue_is_refused_at_once(sqlite_url):
 
 def test_the_alembic_command_line_finds_no_drift(tmp_path):
     """What CI's reviewers run by hand: `alembic check` from the repository root."""
-    import os
-    import subprocess
-    import sys
-
-    from service.db import migrate
-
-    from .conftest import REPO
-
     url = f"sqlite:///{tmp_path / 'cli.sqlite3'}"
     migrate(url)
     result = subprocess.run([sys.executable, "-m", "alembic", "check"], cwd=REPO,
@@ -127,3 +122,34 @@ def test_the_alembic_command_line_finds_no_drift(tmp_path):
                             text=True)
     assert result.returncode == 0, result.stderr
     assert "No new upgrade operations detected" in result.stdout + result.stderr
+
+
+def test_verdicts_that_wait_together_share_one_transaction(sqlite_url):
+    """Group commit: what queued up while the writer was busy is committed at once."""
+    migrate(sqlite_url)
+    engine = make_engine(sqlite_url)
+    writer = VerdictWriter(engine, queue_size=100, batch_size=50, metrics_tools=frozenset())
+    verdict = fastsse.scan(chat_stream())
+    rows = [verdict_row(verdict, body_sha256="0" * 64, gateway="gw1", stream_id=f"g{i}",
+                        tool="codex", upstream_status=200, model_requested=None,
+                        request_id=None, attempt=None, received_at=datetime.now(timezone.utc))
+            for i in range(7)]
+    def batches():
+        return tuple(REGISTRY.get_sample_value(f"db_write_batch_verdicts_{part}") or 0
+                     for part in ("sum", "count"))
+
+    before = batches()
+
+    async def seven_requests():
+        waiting = [asyncio.ensure_future(writer.write(row, timeout=10)) for row in rows]
+        await asyncio.sleep(0.05)  # all seven are queued before the writer runs
+        writer.start()
+        return await asyncio.gather(*waiting)
+
+    results = asyncio.run(seven_requests())
+    writer.stop()
+    engine.dispose()
+    assert [r.outcome for r in results] == [CREATED] * 7
+    after = batches()
+    assert (after[0] - before[0], after[1] - before[1]) == (7, 1)  # 7 verdicts, 1 transaction
+    assert counts(sqlite_url) == (7, 7)
