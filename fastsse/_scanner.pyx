@@ -252,11 +252,47 @@ for _i, (_action, _children, _element) in enumerate(d.JSON_TREE):
     for _key in _children:
         _node_lengths[_i] |= (<unsigned long long>1) << min(len(_key), 63)
 
+# Per node, an open-addressing hash of its keys (slot: key number + 1, 0 empty) so that a key
+# is found, or dismissed, with about one probe and at most one memcmp.  A node with too many
+# keys for its table (none today) is searched linearly.
+cdef enum:
+    KEY_SLOTS = 64
+
+cdef inline unsigned key_hash(const char* key, Py_ssize_t n) noexcept:  # n >= 1
+    return (<unsigned>n * 7 + <unsigned char>key[0] * 3 + <unsigned char>key[n - 1]) & (KEY_SLOTS - 1)
+
+cdef unsigned short* _key_slots = <unsigned short*>PyMem_Malloc(_n_nodes * KEY_SLOTS * sizeof(unsigned short))
+cdef bint* _node_linear = <bint*>PyMem_Malloc(_n_nodes * sizeof(bint))
+cdef unsigned _h
+memset(_key_slots, 0, _n_nodes * KEY_SLOTS * sizeof(unsigned short))
+for _i in range(_n_nodes):
+    _node_linear[_i] = _node_n_keys[_i] >= KEY_SLOTS // 2
+    if _node_linear[_i]:
+        continue
+    for _k in range(_node_first_key[_i], _node_first_key[_i] + _node_n_keys[_i]):
+        if _key_len[_k] == 0:
+            _node_linear[_i] = True
+            break
+        _h = key_hash(_key_text[_k], _key_len[_k])
+        while _key_slots[_i * KEY_SLOTS + _h]:
+            _h = (_h + 1) & (KEY_SLOTS - 1)
+        _key_slots[_i * KEY_SLOTS + _h] = _k + 1
+
 cdef inline int tree_child(int node, const char* key, Py_ssize_t n) noexcept:
     """The node for key under node, or -1."""
     cdef int k
+    cdef unsigned h
     if not (_node_lengths[node] >> (n if n < 63 else 63)) & 1:
         return -1
+    if not _node_linear[node] and n > 0:
+        h = key_hash(key, n)
+        while True:
+            k = <int>_key_slots[node * KEY_SLOTS + h] - 1
+            if k < 0:
+                return -1
+            if _key_len[k] == n and memcmp(_key_text[k], key, n) == 0:
+                return _key_node[k]
+            h = (h + 1) & (KEY_SLOTS - 1)
     for k in range(_node_first_key[node], _node_first_key[node] + _node_n_keys[node]):
         if _key_len[k] == n and memcmp(_key_text[k], key, n) == 0:
             return _key_node[k]
@@ -990,6 +1026,314 @@ cdef Json* json_new() except NULL:
     json_init(j, NULL, NULL)
     return j
 
+# ============================================================================ whole-event fast path
+#
+# An SSE event's data is complete before it is parsed, so it can be read by recursive descent
+# over the buffer instead of by the resumable byte-at-a-time automaton: no state saved between
+# bytes, the read position kept in a register, strings and whitespace consumed in runs, dead
+# subtrees (ids, "object", "created", "logprobs", ...) validated without touching the Record.
+# It makes exactly the Record calls the automaton makes, in the same order.  It only handles the
+# common shape: on anything else (escaped keys, deep nesting, a top level that is not an object,
+# and every syntax error) it bails out, and the caller resets the Record and runs the automaton
+# over the event from scratch, so the automaton alone still judges unusual or malformed events.
+#
+# Each reader takes the position of its value and returns the position after it, or NULL to
+# bail out (with an exception set only on MemoryError).  The end of the event is c.end, and
+# c.end[0] must be readable: readers peek at the byte under the cursor before they compare the
+# cursor with the end.
+
+cdef enum:
+    FAST_MAX_DEPTH = 64  # deeper documents are left to the automaton (whose limit is MAX_DEPTH)
+
+ctypedef const unsigned char* Pos
+
+ctypedef struct Cursor:
+    Pos end
+    Record* rec
+    int depth
+
+cdef inline Pos skip_ws(Pos p, Pos end) noexcept:
+    # compact JSON, the usual case, costs one load and one test
+    while _is_ws[p[0]] and p < end:
+        p += 1
+    return p
+
+cdef inline int capture_bytes(Record* r, int capture, Str* sbuf, const char* p,
+                              Py_ssize_t n) except -1:
+    """Where an unescaped string value goes: the bounded capture (1), the whole capture (2)."""
+    if capture == 2:
+        buf_append(&r.captured, p, n)
+    elif capture == 1:
+        str_append(sbuf, p, n)
+    return 0
+
+cdef Pos fast_escaped_string(Cursor* c, Pos s, Pos q, int action) except? NULL:
+    """A string value whose content starts at s and holds a backslash at q.
+
+    Unescapes into the capture the action asks for as the automaton's emit_bytes does: each
+    \\uXXXX on its own, as UTF-8 (surrogates too)."""
+    cdef int capture = 2 if _full_capture[action] else 1 if _short_capture[action] else 0
+    cdef Py_ssize_t start = c.rec.captured.len, run
+    cdef Str sbuf
+    cdef unsigned char e
+    cdef char out[3]
+    cdef int cp, h0, h1, h2, h3
+    sbuf.len = 0 if capture == 1 else -1
+    if capture and q > s:
+        capture_bytes(c.rec, capture, &sbuf, <const char*>s, q - s)
+    while True:
+        if q >= c.end:
+            return NULL
+        if q[0] == b'"':
+            break
+        if q[0] != b'\\' or c.end - q < 2:  # a control byte, or a cut escape
+            return NULL
+        e = q[1]
+        if e == b'u':
+            if c.end - q < 6:
+                return NULL
+            h0 = _hex[q[2]]
+            h1 = _hex[q[3]]
+            h2 = _hex[q[4]]
+            h3 = _hex[q[5]]
+            if (h0 | h1 | h2 | h3) < 0:
+                return NULL
+            q += 6
+            if capture:
+                cp = (h0 << 12) | (h1 << 8) | (h2 << 4) | h3
+                if cp < 0x80:
+                    out[0] = <char>cp
+                    capture_bytes(c.rec, capture, &sbuf, out, 1)
+                elif cp < 0x800:
+                    out[0] = <char>(0xC0 | (cp >> 6))
+                    out[1] = <char>(0x80 | (cp & 0x3F))
+                    capture_bytes(c.rec, capture, &sbuf, out, 2)
+                else:
+                    out[0] = <char>(0xE0 | (cp >> 12))
+                    out[1] = <char>(0x80 | ((cp >> 6) & 0x3F))
+                    out[2] = <char>(0x80 | (cp & 0x3F))
+                    capture_bytes(c.rec, capture, &sbuf, out, 3)
+        elif _unescape[e]:
+            q += 2
+            if capture:
+                capture_bytes(c.rec, capture, &sbuf, <const char*>&_unescape[e], 1)
+        else:
+            return NULL
+        run = fastsse_plain_run(q, c.end - q)
+        if capture and run:
+            capture_bytes(c.rec, capture, &sbuf, <const char*>q, run)
+        q += run
+    if action:  # an escape always stands for a byte: the string is not empty
+        record_scalar(c.rec, action, K_STRING, &sbuf, -1, True,
+                      start, c.rec.captured.len - start)
+    return q + 1
+
+cdef inline Pos fast_string(Cursor* c, Pos p, int action) except? NULL:
+    """A string value at p (its opening quote)."""
+    cdef Pos s = p + 1
+    cdef Py_ssize_t run = fastsse_plain_run(s, c.end - s)
+    cdef Py_ssize_t start
+    cdef Str sbuf
+    if s + run >= c.end:
+        return NULL
+    if s[run] != b'"':
+        if s[run] == b'\\':
+            return fast_escaped_string(c, s, s + run, action)
+        return NULL  # a control byte: malformed
+    if action:
+        sbuf.len = -1
+        if _full_capture[action]:
+            start = c.rec.captured.len
+            buf_append(&c.rec.captured, <const char*>s, run)
+            record_scalar(c.rec, action, K_STRING, &sbuf, -1, run > 0, start, run)
+        else:
+            if _short_capture[action]:
+                sbuf.len = 0
+                str_append(&sbuf, <const char*>s, run)
+            record_scalar(c.rec, action, K_STRING, &sbuf, -1, run > 0, 0, 0)
+    return s + run + 1
+
+cdef inline bint is_digit(unsigned char ch) noexcept:
+    return <unsigned char>(ch - 48) < 10  # one unsigned comparison
+
+cdef Pos fast_number(Cursor* c, Pos q, int action) noexcept:
+    """A number at q, by the automaton's grammar; its value if a plain integer below 2**53.
+
+    What follows it is checked by the container (c.end[0] is never a digit's concern: every
+    loop stops at the end)."""
+    cdef Pos end = c.end
+    cdef bint plain = True
+    cdef int64_t value = 0
+    cdef Str absent
+    if q[0] == b'-':
+        plain = False
+        q += 1
+        if q >= end:
+            return NULL
+    if q[0] == b'0':
+        q += 1
+    elif is_digit(q[0]):
+        while q < end and is_digit(q[0]):
+            if value < MAX_INT:
+                value = value * 10 + q[0] - 48
+            q += 1
+    else:
+        return NULL
+    if q < end and q[0] == b'.':
+        plain = False
+        q += 1
+        if q >= end or not is_digit(q[0]):
+            return NULL
+        while q < end and is_digit(q[0]):
+            q += 1
+    if q < end and (q[0] == b'e' or q[0] == b'E'):
+        plain = False
+        q += 1
+        if q < end and (q[0] == b'+' or q[0] == b'-'):
+            q += 1
+        if q >= end or not is_digit(q[0]):
+            return NULL
+        while q < end and is_digit(q[0]):
+            q += 1
+    if action:
+        absent.len = -1
+        record_scalar(c.rec, action, K_NUMBER, &absent, value if plain and value < MAX_INT else -1,
+                      False, 0, 0)
+    return q
+
+cdef inline Pos fast_literal(Cursor* c, Pos p, int action, const char* word, int n,
+                             int kind) noexcept:
+    cdef Str absent
+    if c.end - p < n or memcmp(p, word, n) != 0:
+        return NULL
+    if action:
+        absent.len = -1
+        record_scalar(c.rec, action, kind, &absent, -1, False, 0, 0)
+    return p + n
+
+cdef Pos fast_value(Cursor* c, Pos p, int node) except? NULL:
+    """One value at p (not whitespace, not the end), read for JSON_TREE node (-1: dead)."""
+    cdef int action = _node_action[node] if node >= 0 else 0
+    cdef unsigned char ch = p[0]
+    if ch == b'"':
+        return fast_string(c, p, action)
+    if ch == b'{':
+        return fast_object(c, p, node)
+    if ch == b'[':
+        return fast_array(c, p, node)
+    if ch == b'-' or is_digit(ch):
+        return fast_number(c, p, action)
+    if ch == b'n':
+        return fast_literal(c, p, action, "null", 4, K_NULL)
+    if ch == b't':
+        return fast_literal(c, p, action, "true", 4, K_TRUE)
+    if ch == b'f':
+        return fast_literal(c, p, action, "false", 5, K_FALSE)
+    return NULL
+
+cdef Pos fast_object(Cursor* c, Pos p, int node) except? NULL:
+    """An object at p (its '{')."""
+    cdef int action = _node_action[node] if node >= 0 else 0
+    cdef int child
+    cdef Pos end = c.end
+    cdef Pos key
+    cdef Py_ssize_t run
+    if c.depth >= FAST_MAX_DEPTH:
+        return NULL
+    c.depth += 1
+    if action:
+        record_begin(c.rec, action, True)
+    p = skip_ws(p + 1, end)
+    if p[0] == b'}' and p < end:
+        p += 1
+    else:
+        while True:
+            if p[0] != b'"' or p >= end:
+                return NULL
+            key = p + 1
+            run = fastsse_plain_run(key, end - key)
+            if key + run >= end or key[run] != b'"':
+                return NULL  # an escaped key (rare: the automaton reads it) or malformed
+            child = tree_child(node, <const char*>key, run) if node >= 0 and run <= CAP else -1
+            p = key + run + 1
+            if p[0] != b':':
+                p = skip_ws(p, end)
+                if p[0] != b':' or p >= end:
+                    return NULL
+            p = skip_ws(p + 1, end)
+            if p >= end:
+                return NULL
+            if p[0] == b'"':  # most values are strings: no dispatch for them
+                p = fast_string(c, p, _node_action[child] if child >= 0 else 0)
+            else:
+                p = fast_value(c, p, child)
+            if p == NULL:
+                return NULL
+            p = skip_ws(p, end)
+            if p >= end:
+                return NULL
+            if p[0] == b',':
+                p = skip_ws(p + 1, end)
+            elif p[0] == b'}':
+                p += 1
+                break
+            else:
+                return NULL
+    c.depth -= 1
+    if action:
+        record_end(c.rec, action, True)
+    return p
+
+cdef Pos fast_array(Cursor* c, Pos p, int node) except? NULL:
+    """An array at p (its '[')."""
+    cdef int action = _node_action[node] if node >= 0 else 0
+    cdef int element = _node_element[node] if node >= 0 else -1
+    cdef Pos end = c.end
+    if c.depth >= FAST_MAX_DEPTH:
+        return NULL
+    c.depth += 1
+    if action:
+        record_begin(c.rec, action, False)
+    p = skip_ws(p + 1, end)
+    if p[0] == b']' and p < end:
+        p += 1
+    else:
+        while True:
+            if p >= end:
+                return NULL
+            p = fast_value(c, p, element)
+            if p == NULL:
+                return NULL
+            p = skip_ws(p, end)
+            if p >= end:
+                return NULL
+            if p[0] == b',':
+                p = skip_ws(p + 1, end)
+            elif p[0] == b']':
+                p += 1
+                break
+            else:
+                return NULL
+    c.depth -= 1
+    # record_end does nothing for an array
+    return p
+
+cdef bint json_whole(Record* rec, Pos p, Py_ssize_t n) except -1:
+    """Read a complete event body p[:n] into rec: True if it is valid JSON and rec holds what
+    the automaton would have recorded, False if the automaton must read it instead.
+    p[n] must be readable (any value)."""
+    cdef Cursor c
+    c.end = p + n
+    c.rec = rec
+    c.depth = 0
+    p = skip_ws(p, c.end)
+    if p[0] != b'{' or p >= c.end:
+        return False
+    p = fast_object(&c, p, 0)
+    if p == NULL:
+        return False
+    return skip_ws(p, c.end) == c.end
+
 # ============================================================================ the scanner
 
 ctypedef struct ToolCall:  # chat: one tool call being accumulated
@@ -1284,6 +1628,7 @@ cdef class Scanner:
                 etype = <const unsigned char*>"message"
                 etype_len = 7
             self.data_lines = 0
+            # the data without its last "\n", which stays readable past the end (json_whole)
             self._handle_event(etype, etype_len, <const unsigned char*>self.data.p,
                                self.data.len - 1)
             self.data.len = 0
@@ -1294,6 +1639,7 @@ cdef class Scanner:
     # ------------------------------------------------------------------ events
     cdef int _handle_event(self, const unsigned char* etype, Py_ssize_t etype_len,
                            const unsigned char* data, Py_ssize_t n) except -1:
+        """data[:n] is the event's data; data[n] must be readable."""
         self.events += 1
         if etype_len == 5 and memcmp(etype, "error", 5) == 0:
             self.errors += 1
@@ -1306,11 +1652,14 @@ cdef class Scanner:
                 self.end_marker = True
             return 0
         record_reset(&self.rec)
-        json_init(&self.js, &self.rec, self.nodes)
-        json_feed(&self.js, data, n)
-        if not json_finish(&self.js):
-            self.malformed += 1
-            return 0
+        if not json_whole(&self.rec, data, n):
+            # unusual or malformed: the automaton reads it from scratch and decides
+            record_reset(&self.rec)
+            json_init(&self.js, &self.rec, self.nodes)
+            json_feed(&self.js, data, n)
+            if not json_finish(&self.js):
+                self.malformed += 1
+                return 0
         self._interpret(etype, etype_len)
         return 0
 
