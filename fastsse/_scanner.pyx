@@ -1156,7 +1156,7 @@ cdef inline Pos fast_string(Cursor* c, Pos p, int action) except? NULL:
 cdef inline bint is_digit(unsigned char ch) noexcept:
     return <unsigned char>(ch - 48) < 10  # one unsigned comparison
 
-cdef Pos fast_number(Cursor* c, Pos q, int action) noexcept:
+cdef inline Pos fast_number(Cursor* c, Pos q, int action) noexcept:
     """A number at q, by the automaton's grammar; its value if a plain integer below 2**53.
 
     What follows it is checked by the container (c.end[0] is never a digit's concern: every
@@ -1233,16 +1233,16 @@ cdef Pos fast_value(Cursor* c, Pos p, int node) except? NULL:
 
 cdef Pos fast_object(Cursor* c, Pos p, int node) except? NULL:
     """An object at p (its '{')."""
-    cdef int action = _node_action[node] if node >= 0 else 0
-    cdef int child
+    cdef int own_action = _node_action[node] if node >= 0 else 0
+    cdef int child, action
     cdef Pos end = c.end
     cdef Pos key
     cdef Py_ssize_t run
     if c.depth >= FAST_MAX_DEPTH:
         return NULL
     c.depth += 1
-    if action:
-        record_begin(c.rec, action, True)
+    if own_action:
+        record_begin(c.rec, own_action, True)
     p = skip_ws(p + 1, end)
     if p[0] == b'}' and p < end:
         p += 1
@@ -1263,8 +1263,14 @@ cdef Pos fast_object(Cursor* c, Pos p, int node) except? NULL:
             p = skip_ws(p + 1, end)
             if p >= end:
                 return NULL
-            if p[0] == b'"':  # most values are strings: no dispatch for them
-                p = fast_string(c, p, _node_action[child] if child >= 0 else 0)
+            # most values are strings, integers or null: no dispatch for them
+            action = _node_action[child] if child >= 0 else 0
+            if p[0] == b'"':
+                p = fast_string(c, p, action)
+            elif is_digit(p[0]):
+                p = fast_number(c, p, action)
+            elif p[0] == b'n':
+                p = fast_literal(c, p, action, "null", 4, K_NULL)
             else:
                 p = fast_value(c, p, child)
             if p == NULL:
@@ -1280,8 +1286,8 @@ cdef Pos fast_object(Cursor* c, Pos p, int node) except? NULL:
             else:
                 return NULL
     c.depth -= 1
-    if action:
-        record_end(c.rec, action, True)
+    if own_action:
+        record_end(c.rec, own_action, True)
     return p
 
 cdef Pos fast_array(Cursor* c, Pos p, int node) except? NULL:
