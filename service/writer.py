@@ -138,10 +138,15 @@ class VerdictWriter:
         started = time.perf_counter()
         try:
             results = self._write_batch([p.row for p in batch])
-        except SQLAlchemyError as exc:
+        except Exception as exc:
+            # Whatever went wrong, the transaction rolled back: answer 503 and keep the thread
+            # alive for the next batch.  Database trouble is expected; anything else is a bug.
             metrics.DB_WRITE_ERRORS.inc()
-            log.warning("group commit of %d verdicts failed: %s", len(batch),
-                        type(exc).__name__)
+            if isinstance(exc, SQLAlchemyError):
+                log.warning("group commit of %d verdicts failed: %s", len(batch),
+                            type(exc).__name__)
+            else:
+                log.exception("group commit of %d verdicts failed", len(batch))
             for pending in batch:
                 _settle(pending.done, exception=WriterUnavailable("the database is unavailable"))
             return

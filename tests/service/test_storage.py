@@ -153,3 +153,34 @@ def test_verdicts_that_wait_together_share_one_transaction(sqlite_url):
     after = batches()
     assert (after[0] - before[0], after[1] - before[1]) == (7, 1)  # 7 verdicts, 1 transaction
     assert counts(sqlite_url) == (7, 7)
+
+
+def test_a_failed_transaction_answers_503_and_the_writer_carries_on(sqlite_url, monkeypatch):
+    migrate(sqlite_url)
+    engine = make_engine(sqlite_url)
+    writer = VerdictWriter(engine, queue_size=10, batch_size=10, metrics_tools=frozenset())
+    real_write_batch = writer._write_batch
+    calls = []
+
+    def failing_once(rows):
+        calls.append(len(rows))
+        if len(calls) == 1:
+            raise RuntimeError("a bug in the first batch")
+        return real_write_batch(rows)
+
+    monkeypatch.setattr(writer, "_write_batch", failing_once)
+    verdict = fastsse.scan(chat_stream())
+    row = verdict_row(verdict, body_sha256="0" * 64, gateway="gw1", stream_id="after-bug",
+                      tool="codex", upstream_status=None, model_requested=None, request_id=None,
+                      attempt=None, received_at=datetime.now(timezone.utc))
+    writer.start()
+
+    async def twice():
+        with pytest.raises(WriterUnavailable):
+            await writer.write(row, timeout=10)
+        return await writer.write(row, timeout=10)
+
+    assert asyncio.run(twice()).outcome == CREATED
+    writer.stop()
+    engine.dispose()
+    assert counts(sqlite_url) == (1, 1)
