@@ -74,7 +74,9 @@ def test_cursor_pagination_walks_every_row_once(client, posted):
 @pytest.mark.parametrize("params", [{"cursor": "garbage"}, {"limit": 0}, {"limit": 1001},
                                     {"since": "yesterday"}, {"silent": "maybe"}])
 def test_bad_verdict_queries_get_422(client, params):
-    assert client.get("/v1/verdicts", params=params, headers=READ).status_code == 422
+    response = client.get("/v1/verdicts", params=params, headers=READ)
+    assert response.status_code == 422
+    assert [error["loc"] for error in response.json()["detail"]] == [["query", *params]]
 
 
 def test_rates_by_tool_and_protocol(client, posted):
@@ -118,7 +120,8 @@ def test_rates_window_excludes_older_minutes(database_url, client, posted):
 def test_bad_rate_queries_get_422_with_a_reason(client, params):
     response = client.get("/v1/rates", params=params, headers=READ)
     assert response.status_code == 422
-    assert isinstance(response.json()["detail"], str)
+    [error] = response.json()["detail"]
+    assert error["loc"] == ["query", *params] and "must be" in error["msg"]
 
 
 def test_window_forms():

@@ -25,9 +25,11 @@ RETRY_AFTER_SECONDS = "5"
 CLIENT_CLOSED_REQUEST = 499
 
 RAW_STREAM_BODY = {
-    "required": True,
-    "description": "The captured response body, byte for byte, as the gateway received it. "
-                   "It is scanned as it arrives (chunked uploads welcome) and never stored.",
+    # An empty body is a capture too: the provider closed the stream before its first byte.
+    "required": False,
+    "description": "The captured response body, byte for byte, as the gateway received it "
+                   "(possibly empty). It is scanned as it arrives (chunked uploads welcome) and "
+                   "never stored.",
     "content": {
         media: {"schema": {"type": "string", "format": "binary"}}
         for media in ("text/event-stream", "application/octet-stream")

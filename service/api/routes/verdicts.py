@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Query
 
 from ...queries import BadCursor, VerdictFilter, list_verdicts
-from ..deps import ReadCaller, SessionDep
+from ..deps import ReadCaller, SessionDep, invalid_parameter
 from ..schemas import Problem, VerdictOut, VerdictPage
 
 router = APIRouter(prefix="/v1/verdicts", tags=["read"])
@@ -23,7 +23,7 @@ def _utc(moment: datetime | None) -> datetime | None:
 
 
 @router.get("", response_model=VerdictPage, summary="List stored verdicts",
-            responses={401: {"model": Problem}, 422: {"model": Problem}})
+            responses={401: {"model": Problem}})
 def get_verdicts(
     _team: ReadCaller,
     session: SessionDep,
@@ -35,13 +35,14 @@ def get_verdicts(
     since: Annotated[datetime | None, Query(description="ISO 8601; inclusive.")] = None,
     until: Annotated[datetime | None, Query(description="ISO 8601; exclusive.")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    cursor: Annotated[str | None, Query(max_length=64)] = None,
+    cursor: Annotated[str | None, Query(max_length=64, pattern=r"^[A-Za-z0-9_-]+$", description=(
+        "next_cursor of the previous page (opaque)."))] = None,
 ) -> VerdictPage:
     where = VerdictFilter(tool=tool, protocol=protocol, category=category, gateway=gateway,
                           silent=silent, since=_utc(since), until=_utc(until))
     try:
         rows, next_cursor = list_verdicts(session, where, limit=limit, cursor=cursor)
     except BadCursor as exc:
-        raise HTTPException(422, str(exc)) from None
+        raise invalid_parameter("cursor", cursor, str(exc)) from None
     return VerdictPage(verdicts=[VerdictOut.from_row(row) for row in rows],
                        next_cursor=next_cursor)
