@@ -60,3 +60,19 @@ def test_unknown_tools_share_one_label(client):
     grown = (metric_total(after, "stream_verdicts_total", tool="other")
              - metric_total(before, "stream_verdicts_total", tool="other"))
     assert grown == 5
+
+
+def test_duplicates_racing_through_two_workers_store_one_row(service_process, database_url):
+    service = service_process({"DATABASE_URL": database_url}, workers=2)
+    body = chat_stream(text="same bytes " * 40)
+
+    def send(_: int) -> int:
+        with httpx.Client(base_url=service.url, timeout=30) as http:
+            return http.post("/v1/streams", params={"stream_id": "raced"}, content=body,
+                             headers=INGEST).status_code
+
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        statuses = sorted(pool.map(send, range(36)))
+    assert statuses == [200] * 35 + [201]
+    with httpx.Client(base_url=service.url) as http:
+        assert metric_total(http.get("/metrics").text, "stream_verdicts_total") == 1
