@@ -70,9 +70,10 @@ async def post_stream(
         "Links the attempts of one request."))] = None,
     attempt: Annotated[int | None, Query(ge=0, le=1_000_000)] = None,
 ) -> Response:
+    too_large = f"the body is larger than MAX_BODY_BYTES ({settings.max_body_bytes})"
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > settings.max_body_bytes:
-        return _refuse(413, f"the body is larger than MAX_BODY_BYTES ({settings.max_body_bytes})")
+        return _refuse(413, too_large)  # refused before a byte of it is read
 
     judge = StreamJudge(protocol, max_body_bytes=settings.max_body_bytes,
                         max_event_bytes=settings.max_event_bytes)
@@ -82,7 +83,7 @@ async def post_stream(
             if gateway.webhook is not None:
                 gateway.webhook.update(chunk)
     except BodyTooLarge:
-        return _refuse(413, f"the body is larger than MAX_BODY_BYTES ({settings.max_body_bytes})")
+        return _refuse(413, too_large)  # the rest is never read
     except ClientDisconnect:
         log.info("upload of stream_id=%s broke off after %d bytes; nothing stored",
                  stream_id, judge.received)
