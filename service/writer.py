@@ -99,7 +99,7 @@ class VerdictWriter:
         metrics.DB_WRITE_QUEUE_DEPTH.inc()
         try:
             return await asyncio.wait_for(asyncio.wrap_future(pending.done), timeout)
-        except TimeoutError:
+        except asyncio.TimeoutError:  # the builtin TimeoutError from Python 3.11 on
             # The row may still be committed later; a retry with the same stream_id then gets
             # the stored verdict back (200), so nothing is counted twice.
             raise WriterUnavailable("the database did not commit in time") from None
