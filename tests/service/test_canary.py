@@ -9,7 +9,7 @@ import subprocess
 import httpx
 import pytest
 
-from .conftest import INGEST, READ
+from .conftest import INGEST, INGEST_SECRET, READ, READ_SECRET, WEBHOOK_SECRET
 from .streams import CANARY, anthropic_stream, chat_stream
 
 
@@ -88,3 +88,5 @@ def test_canary_never_leaves_the_request_body(service_process, database_url):
                         *(("response", a) for a in answers)]:
         assert CANARY not in text, f"the canary reached the {where}"
         assert CANARY[:20] not in text, f"part of the canary reached the {where}"
+        for secret in (INGEST_SECRET, READ_SECRET, WEBHOOK_SECRET):
+            assert secret not in text, f"a secret reached the {where}"
