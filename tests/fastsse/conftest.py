@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from fastsse._verdict import VERDICT_FIELDS, Verdict
+
 IMPLEMENTATIONS = {"python": "fastsse._scanner_py", "cython": "fastsse._scanner"}
 CORPUS = Path(os.environ.get("FASTSSE_CORPUS") or Path(__file__).resolve().parents[3] / "shared" / "corpus")
 
@@ -56,6 +58,8 @@ def judge(impl):
         for name, verdict in verdicts.items():
             assert verdict == first, f"chunking {name!r} changed the verdict"
         assert impl.scan(data, protocol, transport, **limits) == first
+        # decide() builds verdicts without the dataclass constructor: same value either way
+        assert set(vars(first)) == set(VERDICT_FIELDS) and Verdict(**first.to_dict()) == first
         return first
 
     return run
