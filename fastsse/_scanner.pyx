@@ -22,6 +22,8 @@ cdef extern from "_simd.h":
 from . import _dialects as d
 from . import _limits
 from ._limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, check_options, check_transport
+from dataclasses import fields as _dataclass_fields
+
 from ._verdict import Evidence, decide
 
 # Compile-time copies of the shared constants; checked against the Python ones at import.
@@ -115,6 +117,14 @@ for _name, _value in _C_CONSTANTS.items():
         _shared = getattr(_limits, _name)
     if _shared != _value:
         raise ImportError(f"fastsse._scanner is stale: {_name} is {_value}, shared code says {_shared}")
+
+# close() passes the evidence positionally, in this order.
+_EVIDENCE_FIELDS = ("protocol", "bytes", "events", "comments", "limit", "errors", "error_code",
+                    "end_marker", "residual_bytes", "malformed_events", "sequence_gap", "finishes",
+                    "blocked", "text", "reasoning", "refusal", "tool_calls", "tool_malformed",
+                    "model")
+if tuple(_f.name for _f in _dataclass_fields(Evidence)) != _EVIDENCE_FIELDS:
+    raise ImportError("fastsse._scanner is stale: Evidence's fields changed; update close()")
 
 # ============================================================================ small C helpers
 
@@ -1935,32 +1945,38 @@ cdef class Scanner:
         if self.at_start and self.head_len and self.limit is None:
             self.at_start = False
             self._scan(self.head, self.head_len)
-        ev = Evidence()
+        residual = 0
+        finishes = []
         if self.limit is None:
-            ev.residual_bytes = self.line.len + self.event_bytes + self.bare_bytes
+            residual = self.line.len + self.event_bytes + self.bare_bytes
             for i in range(self.n_tools):
                 self._check_args(self.tools[i].json)
             for i in range(self.n_blocks):
                 self._check_args(self.blocks[i].json)
-            ev.finishes = [(self.finishes[i].index, str_bytes(&self.finishes[i].raw))
-                           for i in range(self.n_finishes)]
-        ev.protocol = _DIALECT_NAMES[self.dialect]
-        ev.bytes = self.total_bytes
-        ev.events = self.events
-        ev.comments = self.comments
-        ev.limit = self.limit
-        ev.errors = self.errors
-        ev.error_code = str_bytes(&self.error_code)
-        ev.end_marker = self.end_marker
-        ev.malformed_events = self.malformed
-        ev.sequence_gap = self.sequence_gap
-        ev.blocked = str_bytes(&self.blocked)
-        ev.text = self.text
-        ev.reasoning = self.reasoning
-        ev.refusal = self.refusal
-        ev.tool_calls = self.tool_calls
-        ev.tool_malformed = self.tool_malformed
-        ev.model = str_bytes(&self.model)
+            finishes = [(self.finishes[i].index, str_bytes(&self.finishes[i].raw))
+                        for i in range(self.n_finishes)]
+        # One positional call (order checked at import): cheaper than a setattr per field from C.
+        ev = Evidence(
+            _DIALECT_NAMES[self.dialect],
+            self.total_bytes,
+            self.events,
+            self.comments,
+            self.limit,
+            self.errors,
+            str_bytes(&self.error_code),
+            self.end_marker,
+            residual,
+            self.malformed,
+            self.sequence_gap,
+            finishes,
+            str_bytes(&self.blocked),
+            self.text,
+            self.reasoning,
+            self.refusal,
+            self.tool_calls,
+            self.tool_malformed,
+            str_bytes(&self.model),
+        )
         self._free_dialect_state()
         return decide(ev, transport)
 
