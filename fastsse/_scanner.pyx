@@ -1352,6 +1352,21 @@ cdef bint json_whole(Record* rec, Pos p, Py_ssize_t n) except -1:
 
 # ============================================================================ the scanner
 
+cdef inline Py_ssize_t _blank_after(const unsigned char* p, Py_ssize_t n,
+                                    Py_ssize_t end) noexcept:
+    """p[end] ends a line: the position of the terminator of the next line if that line is
+    empty and known to be so within p[:n], else -1."""
+    cdef Py_ssize_t i = end + 1
+    if p[end] == b'\r':
+        if i == n:
+            return -1  # a "\n" may follow in the next chunk
+        if p[i] == b'\n':
+            i += 1
+    if i < n and (p[i] == b'\n' or p[i] == b'\r'):
+        return i
+    return -1
+
+
 ctypedef struct ToolCall:  # chat: one tool call being accumulated
     int64_t choice
     int64_t index
@@ -1501,7 +1516,7 @@ cdef class Scanner:
         cdef const unsigned char* lf
         cdef const unsigned char* cr
         cdef const unsigned char* hit
-        cdef Py_ssize_t next_lf, next_cr
+        cdef Py_ssize_t next_lf, next_cr, blank, value_off
         if self.pending_cr:
             self.pending_cr = False
             if n and p[0] == b'\n':
@@ -1533,7 +1548,17 @@ cdef class Scanner:
                 length = end - pos
                 if length and self._too_long(length, p[pos]):
                     return 0
-                self._process_line(p + pos, length)
+                blank = _blank_after(p, n, end)
+                if (blank >= 0 and self.data_lines == 0 and not self.bare_active
+                        and length >= 5 and memcmp(p + pos, b"data:", 5) == 0):
+                    # A whole one-line event inside this chunk ("data: ...", then a blank
+                    # line): read it where it lies instead of copying it into self.data.
+                    # The same calls _process_line and _dispatch would make, in order.
+                    value_off = 6 if length > 5 and p[pos + 5] == b' ' else 5
+                    self._dispatch_data(p + pos + value_off, length - value_off)
+                    end = blank
+                else:
+                    self._process_line(p + pos, length)
             if self.limit is not None:
                 return 0
             if p[end] == b'\r':
@@ -1547,6 +1572,22 @@ cdef class Scanner:
                               <unsigned char>self.line.p[0] if self.line.len else p[pos]):
                 return 0
             buf_append(&self.line, <const char*>p + pos, n - pos)
+        return 0
+
+    cdef int _dispatch_data(self, const unsigned char* data, Py_ssize_t n) except -1:
+        """An event made of the lines buffered so far (no data line among them) plus one data
+        line whose value is data[:n], then a blank line; data[n] must be readable."""
+        cdef const unsigned char* etype
+        cdef Py_ssize_t etype_len
+        if self.event_type.len:
+            etype = <const unsigned char*>self.event_type.p
+            etype_len = self.event_type.len
+        else:
+            etype = <const unsigned char*>"message"
+            etype_len = 7
+        self._handle_event(etype, etype_len, data, n)
+        self.event_type.len = 0
+        self.event_bytes = 0
         return 0
 
     cdef bint _too_long(self, Py_ssize_t line_length, unsigned char first) except -1:

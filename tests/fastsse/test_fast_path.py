@@ -158,3 +158,78 @@ def test_generated_chat_events_with_damage(texts, pad, cut, insert, protocol):
         data = data[:at] + bytes([insert]) + data[at:]
     agree(data, protocol, chunked=False)
     agree(data, protocol) if cut % 7 == 0 else None
+
+
+# --- one-line events read where they lie ---------------------------------------------------
+# The compiled scanner reads an event made of one data line followed by a blank line inside
+# the chunk without copying it; split anywhere else (or fed byte by byte, as agree() also does)
+# the same bytes go through the line buffer.  Both ways must give the same verdict.
+
+TERMINATORS = [b"\n", b"\r", b"\r\n"]
+BEFORE_DATA = [b"", b"event: message\n", b"event:\r\n", b": note\n", b"id: 7\r", b"retry: 10\n",
+               b'{"error": {"code": 500}}\n']
+DATA_FIELDS = [b"data: ", b"data:", b"data:  ", b"data:\t"]
+
+
+@needs_both
+@pytest.mark.parametrize("line_end", TERMINATORS)
+@pytest.mark.parametrize("blank", TERMINATORS)
+@pytest.mark.parametrize("before", BEFORE_DATA)
+@pytest.mark.parametrize("field", DATA_FIELDS)
+def test_one_line_events_under_every_framing(line_end, blank, before, field):
+    def event(payload: bytes) -> bytes:
+        return before + field + payload + line_end + blank
+
+    body = chat_event({"content": "hi"})[len(b"data: "):-2]
+    stop = chat_event({}, "stop")[len(b"data: "):-2]
+    agree(event(body) + event(stop) + event(b"[DONE]"))
+    agree(event(body) + event(b"") + event(stop) + event(b"[DONE]"), "chat")
+    agree(event(body) + event(stop) + event(b"[DONE]")[:-1])  # the last blank line cut short
+
+
+@needs_both
+@pytest.mark.parametrize("data", [
+    b"data\n\n",  # a data field without a colon
+    b"data: {\"a\":1}\ndata: {\"b\":2}\n\n",  # two data lines: one event, joined by "\n"
+    b"data: {}\n: comment\n\n",  # a comment before the blank line
+    b"data: {}\n\r\n",  # LF, then a CRLF blank line
+    b"data: {}\r\r\n",  # CR ends the line, CRLF the blank one
+    b"dat: {}\n\n",
+    b"data : {}\n\n",
+])
+def test_one_line_event_lookalikes(data):
+    tail = chat_event({}, "stop") + b"data: [DONE]\n\n"
+    agree(chat_event({"content": "x"}) + data + tail)
+    agree(data + chat_event({"content": "x"}) + tail)
+
+
+@needs_both
+def test_limits_hit_inside_an_event_read_in_place():
+    choices = [{"index": i, "delta": {"content": "x"}, "finish_reason": None} for i in range(200)]
+    many = b"data: " + json.dumps({"object": "chat.completion.chunk", "choices": choices}).encode()
+    verdict = agree(chat_event({"content": "x"}) + many + b"\n\n" + chat_event({}, "stop"), "chat")
+    assert verdict.category == "limit_exceeded" and verdict.limit == "choices"
+    event = b"event: message\n" + chat_event({"content": "x" * 50})
+    line = len(event.split(b"\n")[1])
+    for max_event_bytes in (line, line + 14, line + 15, line + 16, len(event)):
+        verdict_py = _scanner_py.scan(event * 3, max_event_bytes=max_event_bytes)
+        assert _scanner_c.scan(event * 3, max_event_bytes=max_event_bytes) == verdict_py
+        for name, chunks in chunkings(event * 3, max_event_bytes):
+            scanner = _scanner_c.Scanner(max_event_bytes=max_event_bytes)
+            for chunk in chunks:
+                scanner.feed(chunk)
+            assert scanner.close() == verdict_py, name
+
+
+@needs_both
+@pytest.mark.parametrize("blank", TERMINATORS)
+def test_event_type_does_not_outlive_its_event(blank):
+    from .test_categories import anthropic_text
+
+    stop = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    data = anthropic_text("Hi")
+    assert data.endswith(stop)
+    # a typed event, then one whose type can only come from its (absent) event: line
+    data = data[: -len(stop)] + b"event: message_stop\ndata: {\"type\":\"ping\"}\n" + blank
+    data += b"data: {}\n" + blank
+    assert agree(data).category == "no_end_marker"
