@@ -182,6 +182,23 @@ cdef inline int buf_append(Buf* b, const char* p, Py_ssize_t n) except -1:
     b.len += n
     return 0
 
+cdef int array_reserve(void** items, int* capacity, int n, size_t item_size) noexcept:
+    """Room for item n of a growable array (callers keep n below the array's maximum).
+
+    The per-stream tables start empty and double as needed, so a Scanner costs a few hundred
+    bytes until a stream really has many choices or tool calls.  -1: out of memory."""
+    cdef int grown
+    cdef void* p
+    if n < capacity[0]:
+        return 0
+    grown = capacity[0] * 2 if capacity[0] else 4
+    p = PyMem_Realloc(items[0], grown * item_size)
+    if p == NULL:
+        return -1
+    items[0] = p
+    capacity[0] = grown
+    return 0
+
 cdef inline void buf_free(Buf* b) noexcept:
     PyMem_Free(b.p)
     b.p = NULL
@@ -358,13 +375,14 @@ ctypedef struct Record:
     int64_t seq, block_index  # -1: not sent
     int too_many  # 0, or 1 (choices) / 2 (tool calls)
     Choice* choices
-    int n_choices
+    int n_choices, cap_choices
     bint in_choice, in_part, in_tool
     Choice choice
     Part part
     Tool tool
     Tool* tools
-    int n_tools
+    int n_tools, cap_tools
+    bint out_of_memory  # a table could not grow (record_end cannot raise): the caller raises
     Buf captured  # whole strings captured for JSON validation
     Py_ssize_t delta_json_off, delta_json_len, args_off, args_len
 
@@ -419,6 +437,8 @@ cdef void record_end(Record* r, int action, bint is_object) noexcept:
     if action == A_CHOICE:
         if r.n_choices >= MAX_CHOICES:
             r.too_many = 1
+        elif array_reserve(<void**>&r.choices, &r.cap_choices, r.n_choices, sizeof(Choice)) < 0:
+            r.out_of_memory = True
         else:
             r.choices[r.n_choices] = r.choice
             r.n_choices += 1
@@ -436,6 +456,8 @@ cdef void record_end(Record* r, int action, bint is_object) noexcept:
         if r.in_tool and r.in_choice:
             if r.n_tools >= MAX_TOOL_CALLS:
                 r.too_many = 2
+            elif array_reserve(<void**>&r.tools, &r.cap_tools, r.n_tools, sizeof(Tool)) < 0:
+                r.out_of_memory = True
             else:
                 r.tools[r.n_tools] = r.tool
                 r.n_tools += 1
@@ -1427,22 +1449,17 @@ cdef class Scanner:
     cdef Record rec
     # dialect state
     cdef Finish* finishes
-    cdef int n_finishes
+    cdef int n_finishes, cap_finishes
     cdef ToolCall* tools
-    cdef int n_tools
+    cdef int n_tools, cap_tools
     cdef Block* blocks
-    cdef int n_blocks
+    cdef int n_blocks, cap_blocks
     cdef int64_t last_seq
 
     def __cinit__(self):
+        # The choice and tool tables grow on demand (array_reserve); they start empty.
         self.nodes = <int*>PyMem_Malloc(MAX_DEPTH * sizeof(int))
-        self.rec.choices = <Choice*>PyMem_Malloc(MAX_CHOICES * sizeof(Choice))
-        self.rec.tools = <Tool*>PyMem_Malloc(MAX_TOOL_CALLS * sizeof(Tool))
-        self.finishes = <Finish*>PyMem_Malloc(MAX_CHOICES * sizeof(Finish))
-        self.tools = <ToolCall*>PyMem_Malloc(MAX_TOOL_CALLS * sizeof(ToolCall))
-        self.blocks = <Block*>PyMem_Malloc(MAX_TOOL_CALLS * sizeof(Block))
-        if (self.nodes == NULL or self.rec.choices == NULL or self.rec.tools == NULL
-                or self.finishes == NULL or self.tools == NULL or self.blocks == NULL):
+        if self.nodes == NULL:
             raise MemoryError()
 
     def __init__(self, str protocol="auto", *, max_event_bytes=DEFAULT_MAX_EVENT_BYTES,
@@ -1724,6 +1741,8 @@ cdef class Scanner:
         cdef Record* r = &self.rec
         cdef const char* name
         cdef Py_ssize_t name_len
+        if r.out_of_memory:
+            raise MemoryError()
         if r.too_many:
             self._exceed("choices" if r.too_many == 1 else "tool_calls")
             return 0
@@ -1804,6 +1823,9 @@ cdef class Scanner:
         if self.n_finishes >= MAX_CHOICES:
             self._exceed("choices")
             return 0
+        if array_reserve(<void**>&self.finishes, &self.cap_finishes, self.n_finishes,
+                         sizeof(Finish)) < 0:
+            raise MemoryError()
         self.finishes[self.n_finishes].index = index
         self.finishes[self.n_finishes].raw = raw[0]
         self.n_finishes += 1
@@ -1860,6 +1882,9 @@ cdef class Scanner:
                 if self.n_tools >= MAX_TOOL_CALLS:
                     self._exceed("tool_calls")
                     return 0
+                if array_reserve(<void**>&self.tools, &self.cap_tools, self.n_tools,
+                                 sizeof(ToolCall)) < 0:
+                    raise MemoryError()
                 call = &self.tools[self.n_tools]
                 call.json = json_new()
                 self.n_tools += 1
@@ -1954,6 +1979,9 @@ cdef class Scanner:
                     if self.n_blocks >= MAX_TOOL_CALLS:
                         self._exceed("tool_calls")
                         return 0
+                    if array_reserve(<void**>&self.blocks, &self.cap_blocks, self.n_blocks,
+                                     sizeof(Block)) < 0:
+                        raise MemoryError()
                     self.blocks[self.n_blocks].index = index
                     self.blocks[self.n_blocks].json = json_new()
                     self.n_blocks += 1
@@ -1983,6 +2011,8 @@ cdef class Scanner:
         if self.closed:
             raise RuntimeError("close() called twice")
         self.closed = True
+        if self.rec.out_of_memory:
+            raise MemoryError()
         if self.at_start and self.head_len and self.limit is None:
             self.at_start = False
             self._scan(self.head, self.head_len)
