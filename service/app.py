@@ -49,6 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             writer.stop()
             engine.dispose()
+            metrics.forget_this_process()
 
     app = FastAPI(title="fastsse ingestion service", description=DESCRIPTION, version="0.1.0",
                   lifespan=lifespan)

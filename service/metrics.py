@@ -70,6 +70,12 @@ def tool_label(tool: str, allowed: frozenset[str]) -> str:
     return tool if tool in allowed else "other"
 
 
+def forget_this_process() -> None:
+    """A worker that stops takes its live gauges with it (counters and histograms stay)."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        multiprocess.mark_process_dead(os.getpid())
+
+
 def render() -> tuple[bytes, str]:
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
