@@ -8,7 +8,7 @@ from alembic import context
 from sqlalchemy import pool
 
 from service.config import get_settings
-from service.db import make_engine
+from service.db import is_sqlite, make_engine
 from service.models import Base
 
 config = context.config
@@ -20,7 +20,7 @@ url = config.get_main_option("sqlalchemy.url") or get_settings().database_url
 
 def run_migrations_offline() -> None:
     context.configure(url=url, target_metadata=Base.metadata, literal_binds=True,
-                      render_as_batch=url.startswith("sqlite"))
+                      render_as_batch=is_sqlite(url))
     with context.begin_transaction():
         context.run_migrations()
 
@@ -29,7 +29,7 @@ def run_migrations_online() -> None:
     engine = make_engine(url)
     with engine.connect() as connection:
         context.configure(connection=connection, target_metadata=Base.metadata,
-                          render_as_batch=url.startswith("sqlite"), compare_type=True)
+                          render_as_batch=is_sqlite(url), compare_type=True)
         with context.begin_transaction():
             context.run_migrations()
     engine.dispose()

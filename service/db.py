@@ -72,5 +72,10 @@ def utcnow() -> datetime:
 
 
 def as_utc(moment: datetime) -> datetime:
-    """SQLite hands datetimes back without a zone; every stored time is UTC."""
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
+    """The same moment in UTC, the zone every stored time is in.
+
+    A time without a zone is taken as UTC: SQLite hands stored times back that way.
+    """
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from .db import utcnow
+from .db import as_utc, utcnow
 from .models import StoredVerdict, VerdictRollup
 from .writer import minute_of
 
@@ -29,8 +29,8 @@ class VerdictFilter:
     category: str | None = None
     gateway: str | None = None
     silent: bool | None = None
-    since: datetime | None = None  # UTC
-    until: datetime | None = None  # UTC, exclusive
+    since: datetime | None = None  # inclusive; without a zone: UTC
+    until: datetime | None = None  # exclusive
 
 
 def encode_cursor(row_id: int) -> str:
@@ -57,10 +57,11 @@ def list_verdicts(session: Session, where: VerdictFilter, *, limit: int,
         value = getattr(where, column)
         if value is not None:
             query = query.where(table.c[column] == value)
+    # Compared in UTC: SQLite compares stored times as text, without their zone.
     if where.since is not None:
-        query = query.where(table.c.received_at >= where.since)
+        query = query.where(table.c.received_at >= as_utc(where.since))
     if where.until is not None:
-        query = query.where(table.c.received_at < where.until)
+        query = query.where(table.c.received_at < as_utc(where.until))
     if cursor is not None:
         query = query.where(table.c.id < decode_cursor(cursor))
     rows = [dict(row) for row in session.execute(query).mappings()]

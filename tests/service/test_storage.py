@@ -124,16 +124,20 @@ def test_the_alembic_command_line_finds_no_drift(tmp_path):
     assert "No new upgrade operations detected" in result.stdout + result.stderr
 
 
+def complete_row(stream_id: str) -> dict:
+    """A verdicts row for a complete chat stream, as the ingest route builds it."""
+    return verdict_row(fastsse.scan(chat_stream()), body_sha256="0" * 64, gateway="gw1",
+                       stream_id=stream_id, tool="codex", upstream_status=200,
+                       model_requested=None, request_id=None, attempt=None,
+                       received_at=datetime.now(timezone.utc))
+
+
 def test_verdicts_that_wait_together_share_one_transaction(sqlite_url):
     """Group commit: what queued up while the writer was busy is committed at once."""
     migrate(sqlite_url)
     engine = make_engine(sqlite_url)
     writer = VerdictWriter(engine, queue_size=100, batch_size=50, metrics_tools=frozenset())
-    verdict = fastsse.scan(chat_stream())
-    rows = [verdict_row(verdict, body_sha256="0" * 64, gateway="gw1", stream_id=f"g{i}",
-                        tool="codex", upstream_status=200, model_requested=None,
-                        request_id=None, attempt=None, received_at=datetime.now(timezone.utc))
-            for i in range(7)]
+    rows = [complete_row(f"g{i}") for i in range(7)]
     def batches():
         return tuple(REGISTRY.get_sample_value(f"db_write_batch_verdicts_{part}") or 0
                      for part in ("sum", "count"))
@@ -169,10 +173,7 @@ def test_a_failed_transaction_answers_503_and_the_writer_carries_on(sqlite_url, 
         return real_write_batch(rows)
 
     monkeypatch.setattr(writer, "_write_batch", failing_once)
-    verdict = fastsse.scan(chat_stream())
-    row = verdict_row(verdict, body_sha256="0" * 64, gateway="gw1", stream_id="after-bug",
-                      tool="codex", upstream_status=None, model_requested=None, request_id=None,
-                      attempt=None, received_at=datetime.now(timezone.utc))
+    row = complete_row("after-bug")
     writer.start()
 
     async def twice():

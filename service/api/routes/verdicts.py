@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -12,14 +12,6 @@ from ..deps import ReadCaller, SessionDep, invalid_parameter
 from ..schemas import Problem, VerdictOut, VerdictPage
 
 router = APIRouter(prefix="/v1/verdicts", tags=["read"])
-
-
-def _utc(moment: datetime | None) -> datetime | None:
-    if moment is None:
-        return None
-    # A time without a zone is taken as UTC, the zone every verdict is stored in.
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(
-        timezone.utc)
 
 
 @router.get("", response_model=VerdictPage, summary="List stored verdicts",
@@ -39,7 +31,7 @@ def get_verdicts(
         "next_cursor of the previous page (opaque)."))] = None,
 ) -> VerdictPage:
     where = VerdictFilter(tool=tool, protocol=protocol, category=category, gateway=gateway,
-                          silent=silent, since=_utc(since), until=_utc(until))
+                          silent=silent, since=since, until=until)
     try:
         rows, next_cursor = list_verdicts(session, where, limit=limit, cursor=cursor)
     except BadCursor as exc:
