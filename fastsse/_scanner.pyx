@@ -30,6 +30,8 @@ from ._verdict import Evidence, decide
 cdef enum:
     CAP = 64
     MAX_DEPTH = 512
+    MAX_HOLES = 16  # string values a replayed event may vary (see "Replaying events")
+    MEMO_MAX_BYTES = 4096  # the longest event kept to be replayed
     MAX_CHOICES = 128
     MAX_TOOL_CALLS = 1024
 
@@ -385,6 +387,12 @@ ctypedef struct Record:
     bint out_of_memory  # a table could not grow (record_end cannot raise): the caller raises
     Buf captured  # whole strings captured for JSON validation
     Py_ssize_t delta_json_off, delta_json_len, args_off, args_len
+    # json_whole's string values whose bytes do not change what is recorded, except whether
+    # they are empty: offsets from the start of the JSON (see "Replaying events")
+    int n_holes
+    Py_ssize_t hole_start[MAX_HOLES]
+    Py_ssize_t hole_end[MAX_HOLES]
+    unsigned char hole_role[MAX_HOLES]
 
 cdef void record_reset(Record* r) noexcept:
     str_clear(&r.type); str_clear(&r.object); str_clear(&r.model); str_clear(&r.err_code)
@@ -400,6 +408,7 @@ cdef void record_reset(Record* r) noexcept:
     r.captured.len = 0
     r.delta_json_len = r.args_len = -1
     r.delta_json_off = r.args_off = 0
+    r.n_holes = 0
 
 cdef void record_begin(Record* r, int action, bint is_object) noexcept:
     if action == A_ERROR:
@@ -1080,9 +1089,35 @@ cdef enum:
 ctypedef const unsigned char* Pos
 
 ctypedef struct Cursor:
+    Pos base  # the start of the JSON
     Pos end
     Record* rec
     int depth
+
+cdef enum:  # HoleRole: what a replayed event's string value counts (A_TEXT.. in this order)
+    H_FREE = 0
+    H_TEXT = 1
+    H_REASONING = 2
+    H_REFUSAL = 3
+
+cdef inline void note_hole(Cursor* c, Pos s, Pos q, int action) noexcept:
+    """The string value s[:q - s] was read for action.  Note it as a hole if what is recorded
+    depends on its bytes only through whether it is empty; any other string is left to be
+    compared byte for byte."""
+    cdef Record* r = c.rec
+    cdef int role
+    if r.n_holes >= MAX_HOLES:
+        return
+    if action == A_TEXT or action == A_REASONING or action == A_REFUSAL:
+        role = action - A_TEXT + H_TEXT if r.in_choice else H_FREE
+    elif action:
+        return
+    else:
+        role = H_FREE
+    r.hole_start[r.n_holes] = s - c.base
+    r.hole_end[r.n_holes] = q - c.base
+    r.hole_role[r.n_holes] = role
+    r.n_holes += 1
 
 cdef inline Pos skip_ws(Pos p, Pos end) noexcept:
     # compact JSON, the usual case, costs one load and one test
@@ -1166,12 +1201,17 @@ cdef inline Pos fast_string(Cursor* c, Pos p, int action) except? NULL:
     cdef Py_ssize_t run = fastsse_plain_run(s, c.end - s)
     cdef Py_ssize_t start
     cdef Str sbuf
+    cdef Pos after
     if s + run >= c.end:
         return NULL
     if s[run] != b'"':
         if s[run] == b'\\':
-            return fast_escaped_string(c, s, s + run, action)
+            after = fast_escaped_string(c, s, s + run, action)
+            if after != NULL:
+                note_hole(c, s, after - 1, action)
+            return after
         return NULL  # a control byte: malformed
+    note_hole(c, s, s + run, action)
     if action:
         sbuf.len = -1
         if _full_capture[action]:
@@ -1184,6 +1224,33 @@ cdef inline Pos fast_string(Cursor* c, Pos p, int action) except? NULL:
                 str_append(&sbuf, <const char*>s, run)
             record_scalar(c.rec, action, K_STRING, &sbuf, -1, run > 0, 0, 0)
     return s + run + 1
+
+cdef Pos skip_string(Pos q, Pos end) noexcept:
+    """The closing quote of the string whose content starts at q, if the content is what
+    fast_string accepts (no control byte, only valid escapes); else NULL."""
+    cdef int h0, h1, h2, h3
+    while True:
+        q += fastsse_plain_run(q, end - q)
+        if q >= end:
+            return NULL
+        if q[0] == b'"':
+            return q
+        if q[0] != b'\\' or end - q < 2:
+            return NULL
+        if q[1] == b'u':
+            if end - q < 6:
+                return NULL
+            h0 = _hex[q[2]]
+            h1 = _hex[q[3]]
+            h2 = _hex[q[4]]
+            h3 = _hex[q[5]]
+            if (h0 | h1 | h2 | h3) < 0:
+                return NULL
+            q += 6
+        elif _unescape[q[1]]:
+            q += 2
+        else:
+            return NULL
 
 cdef inline bint is_digit(unsigned char ch) noexcept:
     return <unsigned char>(ch - 48) < 10  # one unsigned comparison
@@ -1361,6 +1428,7 @@ cdef bint json_whole(Record* rec, Pos p, Py_ssize_t n) except -1:
     the automaton would have recorded, False if the automaton must read it instead.
     p[n] must be readable (any value)."""
     cdef Cursor c
+    c.base = p
     c.end = p + n
     c.rec = rec
     c.depth = 0
@@ -1455,6 +1523,16 @@ cdef class Scanner:
     cdef Block* blocks
     cdef int n_blocks, cap_blocks
     cdef int64_t last_seq
+    # replaying events (see "Replaying events"): the kept event and its holes
+    cdef Buf memo
+    cdef int memo_holes
+    cdef Py_ssize_t memo_start[MAX_HOLES]
+    cdef Py_ssize_t memo_end[MAX_HOLES]
+    cdef unsigned char memo_role[MAX_HOLES]
+    cdef Py_ssize_t memo_tail  # its line end and blank line: 2 ("\n\n") or 4 ("\r\n\r\n")
+    cdef Py_ssize_t memo_base[4]  # per role, what it counted outside its holes (content parts)
+    cdef bint memo_event  # the event just read may be kept
+    cdef readonly Py_ssize_t replayed  # events counted by replay (tests check the path ran)
 
     def __cinit__(self):
         # The choice and tool tables grow on demand (array_reserve); they start empty.
@@ -1480,6 +1558,7 @@ cdef class Scanner:
         buf_free(&self.data)
         buf_free(&self.event_type)
         buf_free(&self.rec.captured)
+        buf_free(&self.memo)
         PyMem_Free(self.nodes)
         PyMem_Free(self.rec.choices)
         PyMem_Free(self.rec.tools)
@@ -1520,11 +1599,16 @@ cdef class Scanner:
             if self.head_len < 3 and self.head[self.head_len - 1] == _BOM[self.head_len - 1]:
                 return
             self.at_start = False
-            if not (self.head_len == 3 and memcmp(self.head, _BOM, 3) == 0):
-                self._scan(self.head, self.head_len)
+            if self.head_len == 3 and memcmp(self.head, _BOM, 3) == 0:
+                self._scan(p + skip, n - skip)
+                return
+            # no BOM: the held bytes are the stream's first; those from this chunk are read
+            # where they lie, so that a first event in one chunk is read in place too
+            if self.head_len > skip:
+                self._scan(self.head, self.head_len - skip)
                 if self.limit is not None:
                     return
-            self._scan(p + skip, n - skip)
+            self._scan(p, n)
             return
         self._scan(p, n)
 
@@ -1534,6 +1618,7 @@ cdef class Scanner:
         cdef const unsigned char* cr
         cdef const unsigned char* hit
         cdef Py_ssize_t next_lf, next_cr, blank, value_off
+        cdef bint keep
         if self.pending_cr:
             self.pending_cr = False
             if n and p[0] == b'\n':
@@ -1541,6 +1626,10 @@ cdef class Scanner:
         next_lf = -2  # -2: not searched yet, -1: none in this chunk
         next_cr = -2
         while True:
+            if (self.memo.len and self.line.len == 0 and self.data_lines == 0
+                    and self.event_type.len == 0 and self.event_bytes == 0
+                    and not self.bare_active):
+                pos = self._replay(p, pos, n)
             if next_lf != -1 and next_lf < pos:
                 hit = <const unsigned char*>memchr(p + pos, b'\n', n - pos)
                 next_lf = hit - p if hit != NULL else -1
@@ -1572,7 +1661,11 @@ cdef class Scanner:
                     # line): read it where it lies instead of copying it into self.data.
                     # The same calls _process_line and _dispatch would make, in order.
                     value_off = 6 if length > 5 and p[pos + 5] == b' ' else 5
+                    self.memo_event = False
+                    keep = self.event_type.len == 0 and self.event_bytes == 0
                     self._dispatch_data(p + pos + value_off, length - value_off)
+                    if keep and self.memo_event and self.limit is None:
+                        self._keep(p, pos, end, blank, n, value_off)
                     end = blank
                 else:
                     self._process_line(p + pos, length)
@@ -1623,6 +1716,7 @@ cdef class Scanner:
         buf_free(&self.line)
         buf_free(&self.data)
         buf_free(&self.rec.captured)
+        buf_free(&self.memo)
         self.bare_active = False
         self._free_dialect_state()
 
@@ -1726,16 +1820,125 @@ cdef class Scanner:
                 self.end_marker = True
             return 0
         record_reset(&self.rec)
-        if not json_whole(&self.rec, data, n):
-            # unusual or malformed: the automaton reads it from scratch and decides
-            record_reset(&self.rec)
-            json_init(&self.js, &self.rec, self.nodes)
-            json_feed(&self.js, data, n)
-            if not json_finish(&self.js):
-                self.malformed += 1
-                return 0
+        if json_whole(&self.rec, data, n):
+            self._interpret(etype, etype_len)
+            self.memo_event = self._replayable()
+            return 0
+        # unusual or malformed: the automaton reads it from scratch and decides
+        record_reset(&self.rec)
+        json_init(&self.js, &self.rec, self.nodes)
+        json_feed(&self.js, data, n)
+        if not json_finish(&self.js):
+            self.malformed += 1
+            return 0
         self._interpret(etype, etype_len)
         return 0
+
+    # ------------------------------------------------------------------ replaying events
+    # Most events of a stream repeat the one before but for a few string values: the chunk id
+    # and the model are the same in every Chat Completions chunk, only the delta's text and the
+    # obfuscation padding change.  When an event read by json_whole changed nothing but
+    # counters, its bytes are kept with the positions of its "holes": the string values whose
+    # bytes mattered only through being empty or not (text, reasoning, refusal), or not at all
+    # (values no rule reads).  A later event that equals it byte for byte outside the holes,
+    # and whose holes are valid JSON strings, would be read into the same record but for those
+    # counters, so it is counted without being read: a few memcmp instead of a parse.  Anything
+    # else, a hole that is not a plain string included, falls back to reading the event.
+
+    cdef bint _replayable(self) noexcept:
+        """Would the event just interpreted, seen again, change nothing but its counters?"""
+        cdef Record* r = &self.rec
+        cdef int i
+        if (self.dialect != D_CHAT or self.limit is not None or r.error or r.too_many
+                or r.n_tools or r.out_of_memory):
+            return False
+        for i in range(r.n_choices):
+            # a finish reason or a tool call is state; a choice seen before is not
+            if r.choices[i].finish.len >= 0 or r.choices[i].tool or r.choices[i].tool_count:
+                return False
+        return True
+
+    cdef int _keep(self, const unsigned char* p, Py_ssize_t pos, Py_ssize_t end,
+                   Py_ssize_t blank, Py_ssize_t n, Py_ssize_t value_off) except -1:
+        """Keep the one-line event read in place at p[pos:] (its line ends at p[end], the blank
+        line at p[blank]) to replay the events that repeat it."""
+        cdef Py_ssize_t tail, size
+        cdef int i
+        if p[end] == b'\n' and blank == end + 1 and p[blank] == b'\n':
+            tail = 2
+        elif (p[end] == b'\r' and blank == end + 2 and p[end + 1] == b'\n'
+                and p[blank] == b'\r' and blank + 1 < n and p[blank + 1] == b'\n'):
+            tail = 4
+        else:
+            return 0  # lone CRs, or a blank line that may be "\r\n" split across chunks
+        size = end - pos + tail
+        if size > MEMO_MAX_BYTES:
+            return 0
+        self.memo.len = 0
+        buf_append(&self.memo, <const char*>p + pos, size)
+        self.memo_tail = tail
+        self.memo_holes = self.rec.n_holes
+        self.memo_base[H_FREE] = self.memo_base[H_TEXT] = 0
+        self.memo_base[H_REASONING] = self.memo_base[H_REFUSAL] = 0
+        for i in range(self.rec.n_choices):
+            self.memo_base[H_TEXT] += self.rec.choices[i].text
+            self.memo_base[H_REASONING] += self.rec.choices[i].reasoning
+            self.memo_base[H_REFUSAL] += self.rec.choices[i].refusal
+        for i in range(self.rec.n_holes):
+            self.memo_start[i] = value_off + self.rec.hole_start[i]
+            self.memo_end[i] = value_off + self.rec.hole_end[i]
+            self.memo_role[i] = self.rec.hole_role[i]
+            if self.memo_end[i] > self.memo_start[i]:
+                self.memo_base[self.memo_role[i]] -= 1
+        return 0
+
+    cdef Py_ssize_t _replay(self, const unsigned char* p, Py_ssize_t pos, Py_ssize_t n) noexcept:
+        """Count every event from p[pos] on that repeats the kept one; return where the first
+        event that does not starts."""
+        cdef Pos t = <Pos>self.memo.p
+        cdef Pos end = p + n
+        cdef Pos q
+        cdef Pos close
+        cdef Py_ssize_t tpos, seg, width
+        cdef Py_ssize_t bound = min(self.max_line_bytes, self.max_event_bytes) + self.memo_tail
+        cdef Py_ssize_t counts[4]
+        cdef int h
+        while True:
+            q = p + pos
+            tpos = 0
+            counts[H_FREE] = 0
+            counts[H_TEXT] = self.memo_base[H_TEXT]
+            counts[H_REASONING] = self.memo_base[H_REASONING]
+            counts[H_REFUSAL] = self.memo_base[H_REFUSAL]
+            for h in range(self.memo_holes):
+                seg = self.memo_start[h] - tpos  # the bytes before the hole, its quote included
+                if end - q <= seg or memcmp(q, t + tpos, seg) != 0:
+                    return pos
+                q += seg
+                width = self.memo_end[h] - self.memo_start[h]
+                if end - q > width and q[width] == b'"' and memcmp(q, t + tpos + seg, width) == 0:
+                    q += width  # the kept value again: the chunk id, the model, ...
+                else:
+                    close = skip_string(q, end)
+                    if close == NULL:
+                        return pos
+                    width = close - q
+                    q = close
+                if width:
+                    counts[self.memo_role[h]] += 1
+                tpos = self.memo_end[h]
+            seg = self.memo.len - tpos
+            if end - q < seg or memcmp(q, t + tpos, seg) != 0:
+                return pos
+            q += seg
+            if q - p - pos > bound:
+                return pos  # too long: the line's own reading reports the limit
+            self.events += 1
+            self.text += counts[H_TEXT]
+            self.reasoning += counts[H_REASONING]
+            self.refusal += counts[H_REFUSAL]
+            self.replayed += 1
+            pos = q - p
 
     cdef int _interpret(self, const unsigned char* etype, Py_ssize_t etype_len) except -1:
         cdef Record* r = &self.rec
