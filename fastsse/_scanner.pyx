@@ -1099,6 +1099,7 @@ cdef enum:  # HoleRole: what a replayed event's string value counts (A_TEXT.. in
     H_TEXT = 1
     H_REASONING = 2
     H_REFUSAL = 3
+    H_ARGS = 4  # a tool call's arguments: fed to the call's JSON check
 
 cdef inline void note_hole(Cursor* c, Pos s, Pos q, int action) noexcept:
     """The string value s[:q - s] was read for action.  Note it as a hole if what is recorded
@@ -1110,6 +1111,8 @@ cdef inline void note_hole(Cursor* c, Pos s, Pos q, int action) noexcept:
         return
     if action == A_TEXT or action == A_REASONING or action == A_REFUSAL:
         role = action - A_TEXT + H_TEXT if r.in_choice else H_FREE
+    elif action == A_TOOL_ARGS:
+        role = H_ARGS if r.in_tool else H_FREE
     elif action:
         return
     else:
@@ -1530,7 +1533,10 @@ cdef class Scanner:
     cdef Py_ssize_t memo_end[MAX_HOLES]
     cdef unsigned char memo_role[MAX_HOLES]
     cdef Py_ssize_t memo_tail  # its line end and blank line: 2 ("\n\n") or 4 ("\r\n\r\n")
-    cdef Py_ssize_t memo_base[4]  # per role, what it counted outside its holes (content parts)
+    cdef Py_ssize_t memo_base[5]  # per role, what it counted outside its holes (content parts)
+    cdef bint memo_fresh  # not replayed yet: holes that repeat their value become bytes to compare
+    cdef bint memo_tool  # it carries one tool call fragment, without an id
+    cdef int64_t memo_tool_choice, memo_tool_index  # which call the fragment continues
     cdef bint memo_event  # the event just read may be kept
     cdef readonly Py_ssize_t replayed  # events counted by replay (tests check the path ran)
 
@@ -1850,11 +1856,16 @@ cdef class Scanner:
         cdef Record* r = &self.rec
         cdef int i
         if (self.dialect != D_CHAT or self.limit is not None or r.error or r.too_many
-                or r.n_tools or r.out_of_memory):
+                or r.n_tools > 1 or r.out_of_memory):
+            return False
+        # One tool call fragment without an id continues the call it names: seen again, it
+        # adds its arguments to that call.  With an id it may start a call.
+        if r.n_tools == 1 and r.tools[0].id.len > 0:
             return False
         for i in range(r.n_choices):
-            # a finish reason or a tool call is state; a choice seen before is not
-            if r.choices[i].finish.len >= 0 or r.choices[i].tool or r.choices[i].tool_count:
+            # a finish reason is state, and so are a Gemini part's calls; a choice seen before
+            # is not
+            if r.choices[i].finish.len >= 0 or r.choices[i].tool:
                 return False
         return True
 
@@ -1863,7 +1874,7 @@ cdef class Scanner:
         """Keep the one-line event read in place at p[pos:] (its line ends at p[end], the blank
         line at p[blank]) to replay the events that repeat it."""
         cdef Py_ssize_t tail, size
-        cdef int i
+        cdef int i, args
         if p[end] == b'\n' and blank == end + 1 and p[blank] == b'\n':
             tail = 2
         elif (p[end] == b'\r' and blank == end + 2 and p[end + 1] == b'\n'
@@ -1874,12 +1885,25 @@ cdef class Scanner:
         size = end - pos + tail
         if size > MEMO_MAX_BYTES:
             return 0
+        self.memo_tool = self.rec.n_tools == 1
+        args = 0
+        for i in range(self.rec.n_holes):
+            args += self.rec.hole_role[i] == H_ARGS
+        if args > self.memo_tool:
+            return 0  # arguments sent twice in one fragment: read such events
+        if self.memo_tool:
+            for i in range(self.rec.n_choices):
+                if self.rec.choices[i].tool_count:
+                    self.memo_tool_choice = (self.rec.choices[i].index if self.rec.choices[i].index >= 0
+                                             else self.rec.choices[i].ordinal)
+            self.memo_tool_index = (self.rec.tools[0].index if self.rec.tools[0].index >= 0
+                                    else self.rec.tools[0].ordinal)
+        self.memo_fresh = True
         self.memo.len = 0
         buf_append(&self.memo, <const char*>p + pos, size)
         self.memo_tail = tail
         self.memo_holes = self.rec.n_holes
-        self.memo_base[H_FREE] = self.memo_base[H_TEXT] = 0
-        self.memo_base[H_REASONING] = self.memo_base[H_REFUSAL] = 0
+        memset(self.memo_base, 0, sizeof(self.memo_base))
         for i in range(self.rec.n_choices):
             self.memo_base[H_TEXT] += self.rec.choices[i].text
             self.memo_base[H_REASONING] += self.rec.choices[i].reasoning
@@ -1892,24 +1916,31 @@ cdef class Scanner:
                 self.memo_base[self.memo_role[i]] -= 1
         return 0
 
-    cdef Py_ssize_t _replay(self, const unsigned char* p, Py_ssize_t pos, Py_ssize_t n) noexcept:
+    cdef Py_ssize_t _replay(self, const unsigned char* p, Py_ssize_t pos,
+                            Py_ssize_t n) except -1:
         """Count every event from p[pos] on that repeats the kept one; return where the first
         event that does not starts."""
         cdef Pos t = <Pos>self.memo.p
         cdef Pos end = p + n
         cdef Pos q
         cdef Pos close
-        cdef Py_ssize_t tpos, seg, width
+        cdef Pos args
+        cdef Py_ssize_t tpos, seg, width, args_width
         cdef Py_ssize_t bound = min(self.max_line_bytes, self.max_event_bytes) + self.memo_tail
-        cdef Py_ssize_t counts[4]
+        cdef Py_ssize_t counts[5]
+        cdef unsigned same  # the holes that held the kept value again
         cdef int h
+        cdef ToolCall* call = NULL
+        if self.memo_tool:
+            call = self._find_call(self.memo_tool_choice, self.memo_tool_index)
+            if call == NULL:
+                return pos  # cannot happen: the kept event made or found it
         while True:
             q = p + pos
             tpos = 0
-            counts[H_FREE] = 0
-            counts[H_TEXT] = self.memo_base[H_TEXT]
-            counts[H_REASONING] = self.memo_base[H_REASONING]
-            counts[H_REFUSAL] = self.memo_base[H_REFUSAL]
+            memcpy(counts, self.memo_base, sizeof(counts))
+            same = 0
+            args_width = 0
             for h in range(self.memo_holes):
                 seg = self.memo_start[h] - tpos  # the bytes before the hole, its quote included
                 if end - q <= seg or memcmp(q, t + tpos, seg) != 0:
@@ -1917,15 +1948,19 @@ cdef class Scanner:
                 q += seg
                 width = self.memo_end[h] - self.memo_start[h]
                 if end - q > width and q[width] == b'"' and memcmp(q, t + tpos + seg, width) == 0:
-                    q += width  # the kept value again: the chunk id, the model, ...
+                    same |= 1u << h
+                    close = q + width
                 else:
                     close = skip_string(q, end)
                     if close == NULL:
                         return pos
                     width = close - q
-                    q = close
                 if width:
                     counts[self.memo_role[h]] += 1
+                    if self.memo_role[h] == H_ARGS:
+                        args = q
+                        args_width = width
+                q = close
                 tpos = self.memo_end[h]
             seg = self.memo.len - tpos
             if end - q < seg or memcmp(q, t + tpos, seg) != 0:
@@ -1937,8 +1972,53 @@ cdef class Scanner:
             self.text += counts[H_TEXT]
             self.reasoning += counts[H_REASONING]
             self.refusal += counts[H_REFUSAL]
+            if args_width:
+                self._feed_args(call, args, args_width)
             self.replayed += 1
             pos = q - p
+            if self.memo_fresh:
+                self._settle(same)
+
+    cdef void _settle(self, unsigned same) noexcept:
+        """After the first replay: a free hole that held the kept value again (the chunk id,
+        the system fingerprint) is compared as bytes from now on, one memcmp fewer."""
+        cdef int h, kept = 0
+        self.memo_fresh = False
+        for h in range(self.memo_holes):
+            if self.memo_role[h] == H_FREE and same & (1u << h):
+                continue
+            self.memo_start[kept] = self.memo_start[h]
+            self.memo_end[kept] = self.memo_end[h]
+            self.memo_role[kept] = self.memo_role[h]
+            kept += 1
+        self.memo_holes = kept
+
+    cdef ToolCall* _find_call(self, int64_t choice, int64_t index) noexcept:
+        """The latest call at this choice and index, as _tool_fragment finds it."""
+        cdef int i
+        for i in range(self.n_tools - 1, -1, -1):
+            if self.tools[i].choice == choice and self.tools[i].index == index:
+                return &self.tools[i]
+        return NULL
+
+    cdef int _feed_args(self, ToolCall* call, Pos s, Py_ssize_t n) except -1:
+        """A replayed fragment's arguments, the JSON string content s[:n], unescaped as
+        json_whole captures them, then added to the call's JSON check."""
+        cdef Py_ssize_t run = fastsse_plain_run(s, n)
+        cdef Cursor c
+        if run == n:
+            json_feed(call.json, s, n)
+            return 0
+        self.rec.captured.len = 0
+        self.rec.in_tool = False  # capture only: record nothing
+        c.base = s
+        c.end = s + n + 1  # the closing quote
+        c.rec = &self.rec
+        c.depth = 0
+        if fast_escaped_string(&c, s, s + run, A_TOOL_ARGS) == NULL:
+            raise AssertionError("a replayed hole is not a valid string")
+        json_feed(call.json, <const unsigned char*>self.rec.captured.p, self.rec.captured.len)
+        return 0
 
     cdef int _interpret(self, const unsigned char* etype, Py_ssize_t etype_len) except -1:
         cdef Record* r = &self.rec
@@ -2070,12 +2150,7 @@ cdef class Scanner:
 
     cdef int _tool_fragment(self, int64_t choice_index, Tool* fragment) except -1:
         cdef int64_t index = fragment.index if fragment.index >= 0 else fragment.ordinal
-        cdef ToolCall* call = NULL
-        cdef int i
-        for i in range(self.n_tools - 1, -1, -1):
-            if self.tools[i].choice == choice_index and self.tools[i].index == index:
-                call = &self.tools[i]
-                break
+        cdef ToolCall* call = self._find_call(choice_index, index)
         if call == NULL or (fragment.id.len > 0 and call.id.len > 0
                             and not str_eq(&fragment.id, &call.id)):
             if call != NULL:  # a new id at the same index: the earlier call is over

@@ -154,6 +154,56 @@ def test_a_finish_chunk_is_never_replayed():
     assert verdict.finish_reason == "length" and replayed == 0
 
 
+def tool_event(arguments: bytes, index: int = 0, call_id: bytes | None = None, padding: bytes = b"p") -> bytes:
+    head = b'"id":"' + call_id + b'","type":"function","function":{"name":"f",' if call_id is not None else b'"function":{'
+    return (
+        b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,'
+        b'"delta":{"tool_calls":[{"index":%d,' % index + head + b'"arguments":"' + arguments + b'"}}]},'
+        b'"finish_reason":null}],"obfuscation":"' + padding + b'"}\n\n'
+    )
+
+
+def tool_stream(*events: bytes) -> bytes:
+    end = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n'
+    return b"".join(events) + end + DONE
+
+
+def fragments(arguments: bytes, size: int) -> list[bytes]:
+    return [arguments[i : i + size] for i in range(0, len(arguments), size)]
+
+
+@pytest.mark.parametrize("arguments, category", [
+    (b'{\\"city\\": \\"Paris\\", \\"days\\": 3}', "complete"),
+    (b'{\\"city\\": \\"Z\\u00fcrich\\", \\"note\\": \\"a\\\\nb\\"}', "complete"),
+    (b'{\\"city\\": \\"Paris\\", \\"days\\": 3', "tool_call_malformed"),
+    (b'{\\"city\\": \\"Paris\\"}}', "tool_call_malformed"),
+])
+@pytest.mark.parametrize("size", [1, 3, 7])
+def test_tool_call_arguments_are_replayed(arguments, category, size):
+    pieces = fragments(arguments, size)
+    # a piece must not end inside an escape: join escapes to the piece before
+    merged: list[bytes] = []
+    for piece in pieces:
+        if merged and (merged[-1].endswith(b"\\") and not merged[-1].endswith(b"\\\\") or merged[-1][-6:].find(b"\\u") >= 0):
+            merged[-1] += piece
+        else:
+            merged.append(piece)
+    events = [tool_event(b"", call_id=b"call_1")] + [tool_event(piece, padding=b"q" * (i % 5)) for i, piece in enumerate(merged)]
+    verdict, replayed = agree(tool_stream(*events))
+    assert verdict.category == category and verdict.tool_calls == 1
+    assert replayed >= len(merged) - 2
+
+
+def test_interleaved_and_restarted_tool_calls():
+    """Two calls take turns, then a new id at index 0 starts a third call there."""
+    events = [tool_event(b"", 0, b"call_a"), tool_event(b"", 1, b"call_b")]
+    for piece in fragments(b"[10, 20, 30]", 2):  # index 0 gets each piece twice: malformed
+        events += [tool_event(piece, 0), tool_event(piece, 0, padding=b"pp"), tool_event(piece, 1)]
+    events += [tool_event(b"", 0, b"call_c"), tool_event(b"[", 0), tool_event(b"1", 0, padding=b"z"), tool_event(b"]", 0)]
+    verdict, replayed = agree(tool_stream(*events))
+    assert verdict.tool_calls == 3 and verdict.category == "tool_call_malformed" and replayed > 0
+
+
 def test_other_dialects_are_not_replayed():
     delta = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}\n\n'
     _, replayed = agree(delta * 5)
@@ -185,10 +235,13 @@ def near_repeats(draw):
         "chunk_id": st.sampled_from([b"chatcmpl-1", b"\\u0041"]),
         "end": st.sampled_from([b"\n\n", b"\n\n", b"\r\n\r\n"]),
     }))
-    events = []
+    tools = draw(st.booleans())
+    events = [tool_event(b"", call_id=b"call_1")] if tools else []
     for _ in range(draw(st.integers(1, 16))):
         if draw(st.integers(0, 5)) == 0:
-            events.append(draw(any_event))
+            events.append(draw(st.one_of(any_event, st.builds(tool_event, hole_value, st.integers(0, 1)))))
+        elif tools:
+            events.append(tool_event(draw(hole_value), padding=draw(hole_value)))
         else:
             events.append(event(draw(hole_value), padding=draw(hole_value), **shape))
     return b"".join(events)
