@@ -6,7 +6,9 @@ framing (bytes -> lines -> events), one strict incremental JSON automaton that w
 ``_dialects.JSON_TREE`` to record the fields that matter, and the dialect interpretation.
 The hot loop touches no Python object: lines are found with memchr, an event's JSON is read
 byte by byte in C, and the tables of ``_dialects`` are copied into C arrays at import.
-Nothing here decides a category: ``close()`` builds an ``Evidence`` and calls ``decide``.
+Events that repeat the one before but for a few string values are replayed: compared byte for
+byte with the kept one instead of being read (see "Replaying events").  Nothing here decides a
+category: ``close()`` hands what it saw to ``_verdict._judge``, as ``decide`` does.
 """
 
 cimport cython
@@ -18,13 +20,15 @@ from libc.string cimport memchr, memcmp, memcpy, memset
 
 cdef extern from "_simd.h":
     Py_ssize_t fastsse_plain_run(const unsigned char* p, Py_ssize_t n) noexcept nogil
+    bint fastsse_equal(const unsigned char* a, const unsigned char* b, Py_ssize_t n) noexcept nogil
 
 from . import _dialects as d
 from . import _limits
 from ._limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, check_options, check_transport
-from dataclasses import fields as _dataclass_fields
+import inspect as _inspect
 
-from ._verdict import Evidence, decide
+from . import _verdict
+from ._verdict import _judge, _judge_cached, _model_name, _verdict as _new_verdict
 
 # Compile-time copies of the shared constants; checked against the Python ones at import.
 cdef enum:
@@ -120,13 +124,13 @@ for _name, _value in _C_CONSTANTS.items():
     if _shared != _value:
         raise ImportError(f"fastsse._scanner is stale: {_name} is {_value}, shared code says {_shared}")
 
-# close() passes the evidence positionally, in this order.
-_EVIDENCE_FIELDS = ("protocol", "bytes", "events", "comments", "limit", "errors", "error_code",
-                    "end_marker", "residual_bytes", "malformed_events", "sequence_gap", "finishes",
-                    "blocked", "text", "reasoning", "refusal", "tool_calls", "tool_malformed",
-                    "model")
-if tuple(_f.name for _f in _dataclass_fields(Evidence)) != _EVIDENCE_FIELDS:
-    raise ImportError("fastsse._scanner is stale: Evidence's fields changed; update close()")
+# close() passes _verdict._judge its arguments positionally, in this order.
+_JUDGE_PARAMETERS = ("protocol", "transport", "limit", "errors", "error_code", "end_marker",
+                     "no_events", "residual", "malformed", "sequence_gap", "finishes", "blocked",
+                     "text", "reasoning", "refusal", "tool_calls", "tool_malformed")
+if tuple(_inspect.signature(_judge).parameters) != _JUDGE_PARAMETERS:
+    raise ImportError("fastsse._scanner is stale: _verdict._judge's parameters changed; update close()")
+cdef int _CACHED_FINISHES = _verdict._CACHED_FINISHES
 
 # ============================================================================ small C helpers
 
@@ -1532,6 +1536,7 @@ cdef class Scanner:
     cdef Py_ssize_t memo_start[MAX_HOLES]
     cdef Py_ssize_t memo_end[MAX_HOLES]
     cdef unsigned char memo_role[MAX_HOLES]
+    cdef bint memo_varies[MAX_HOLES]  # held another value at the first replay: not tried again
     cdef Py_ssize_t memo_tail  # its line end and blank line: 2 ("\n\n") or 4 ("\r\n\r\n")
     cdef Py_ssize_t memo_base[5]  # per role, what it counted outside its holes (content parts)
     cdef bint memo_fresh  # not replayed yet: holes that repeat their value become bytes to compare
@@ -1620,17 +1625,14 @@ cdef class Scanner:
 
     cdef int _scan(self, const unsigned char* p, Py_ssize_t n) except -1:
         cdef Py_ssize_t pos = 0, end, length
-        cdef const unsigned char* lf
-        cdef const unsigned char* cr
-        cdef const unsigned char* hit
-        cdef Py_ssize_t next_lf, next_cr, blank, value_off
+        cdef Py_ssize_t blank, value_off
         cdef bint keep
+        cdef const unsigned char* hit
+        cdef Py_ssize_t next_lf = -2, next_cr = -2  # -2: not searched yet, -1: none in this chunk
         if self.pending_cr:
             self.pending_cr = False
             if n and p[0] == b'\n':
                 pos = 1
-        next_lf = -2  # -2: not searched yet, -1: none in this chunk
-        next_cr = -2
         while True:
             if (self.memo.len and self.line.len == 0 and self.data_lines == 0
                     and self.event_type.len == 0 and self.event_bytes == 0
@@ -1899,6 +1901,7 @@ cdef class Scanner:
             self.memo_tool_index = (self.rec.tools[0].index if self.rec.tools[0].index >= 0
                                     else self.rec.tools[0].ordinal)
         self.memo_fresh = True
+        memset(self.memo_varies, 0, sizeof(self.memo_varies))
         self.memo.len = 0
         buf_append(&self.memo, <const char*>p + pos, size)
         self.memo_tail = tail
@@ -1943,11 +1946,12 @@ cdef class Scanner:
             args_width = 0
             for h in range(self.memo_holes):
                 seg = self.memo_start[h] - tpos  # the bytes before the hole, its quote included
-                if end - q <= seg or memcmp(q, t + tpos, seg) != 0:
+                if end - q <= seg or not fastsse_equal(q, t + tpos, seg):
                     return pos
                 q += seg
                 width = self.memo_end[h] - self.memo_start[h]
-                if end - q > width and q[width] == b'"' and memcmp(q, t + tpos + seg, width) == 0:
+                if (not self.memo_varies[h] and end - q > width and q[width] == b'"'
+                        and fastsse_equal(q, t + tpos + seg, width)):
                     same |= 1u << h
                     close = q + width
                 else:
@@ -1963,7 +1967,7 @@ cdef class Scanner:
                 q = close
                 tpos = self.memo_end[h]
             seg = self.memo.len - tpos
-            if end - q < seg or memcmp(q, t + tpos, seg) != 0:
+            if end - q < seg or not fastsse_equal(q, t + tpos, seg):
                 return pos
             q += seg
             if q - p - pos > bound:
@@ -1981,7 +1985,8 @@ cdef class Scanner:
 
     cdef void _settle(self, unsigned same) noexcept:
         """After the first replay: a free hole that held the kept value again (the chunk id,
-        the system fingerprint) is compared as bytes from now on, one memcmp fewer."""
+        the system fingerprint) is compared as bytes from now on, one comparison fewer; a hole
+        that held another value (the text, the padding) is read without trying the kept one."""
         cdef int h, kept = 0
         self.memo_fresh = False
         for h in range(self.memo_holes):
@@ -1990,6 +1995,7 @@ cdef class Scanner:
             self.memo_start[kept] = self.memo_start[h]
             self.memo_end[kept] = self.memo_end[h]
             self.memo_role[kept] = self.memo_role[h]
+            self.memo_varies[kept] = not (same & (1u << h))
             kept += 1
         self.memo_holes = kept
 
@@ -2295,39 +2301,36 @@ cdef class Scanner:
             self.at_start = False
             self._scan(self.head, self.head_len)
         residual = 0
-        finishes = []
+        finishes = ()
         if self.limit is None:
             residual = self.line.len + self.event_bytes + self.bare_bytes
             for i in range(self.n_tools):
                 self._check_args(self.tools[i].json)
             for i in range(self.n_blocks):
                 self._check_args(self.blocks[i].json)
-            finishes = [(self.finishes[i].index, str_bytes(&self.finishes[i].raw))
-                        for i in range(self.n_finishes)]
-        # One positional call (order checked at import): cheaper than a setattr per field from C.
-        ev = Evidence(
-            _DIALECT_NAMES[self.dialect],
-            self.total_bytes,
-            self.events,
-            self.comments,
-            self.limit,
-            self.errors,
-            str_bytes(&self.error_code),
-            self.end_marker,
-            residual,
-            self.malformed,
-            self.sequence_gap,
-            finishes,
-            str_bytes(&self.blocked),
-            self.text,
-            self.reasoning,
-            self.refusal,
-            self.tool_calls,
-            self.tool_malformed,
-            str_bytes(&self.model),
-        )
+            finishes = tuple([str_bytes(&self.finishes[i].raw) for i in range(self.n_finishes)])
         self._free_dialect_state()
-        return decide(ev, transport)
+        # decide() for the Evidence this scanner holds, without building it: the cached
+        # judgement, then the counters.
+        head = (_judge_cached if len(finishes) <= _CACHED_FINISHES else _judge)(
+            _DIALECT_NAMES[self.dialect], transport, self.limit, self.errors > 0,
+            str_bytes(&self.error_code), self.end_marker, self.events == 0, residual > 0,
+            self.malformed > 0, self.sequence_gap, finishes, str_bytes(&self.blocked),
+            self.text > 0, self.reasoning > 0, self.refusal > 0, self.tool_calls > 0,
+            self.tool_malformed)
+        values = head.copy()
+        values["residual_bytes"] = residual
+        values["events"] = self.events
+        values["bytes"] = self.total_bytes
+        values["comments"] = self.comments
+        values["malformed_events"] = self.malformed
+        values["text_events"] = self.text
+        values["reasoning_events"] = self.reasoning
+        values["refusal_events"] = self.refusal
+        values["tool_calls"] = self.tool_calls
+        values["choices"] = len(finishes)
+        values["model"] = None if self.model.len < 0 else _model_name(str_bytes(&self.model))
+        return _new_verdict(values)
 
 
 cdef enum Field:

@@ -31,4 +31,31 @@ static inline ptrdiff_t fastsse_plain_run(const unsigned char *p, ptrdiff_t n) {
     return i;
 }
 
+/* Whether a[0:n] and b[0:n] hold the same bytes: memcmp for the short runs that replaying an
+   event compares, inline and without ordering the bytes. */
+static inline int fastsse_equal(const unsigned char *a, const unsigned char *b, ptrdiff_t n) {
+#if defined(__SSE2__)
+    if (n >= 16) {
+        /* the differences of every 16-byte block, or-ed together: one test at the end */
+        __m128i diff = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(a + n - 16)),
+                                     _mm_loadu_si128((const __m128i *)(b + n - 16)));
+        ptrdiff_t i = 0;
+        for (; i + 32 <= n; i += 32) {
+            diff = _mm_or_si128(diff, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(a + i)),
+                                                    _mm_loadu_si128((const __m128i *)(b + i))));
+            diff = _mm_or_si128(diff, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(a + i + 16)),
+                                                    _mm_loadu_si128((const __m128i *)(b + i + 16))));
+        }
+        if (i + 16 <= n)
+            diff = _mm_or_si128(diff, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(a + i)),
+                                                    _mm_loadu_si128((const __m128i *)(b + i))));
+        return _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) == 0xFFFF;
+    }
+#endif
+    for (ptrdiff_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
+}
+
 #endif

@@ -1,13 +1,15 @@
 """Evidence -> verdict: the categories, their fixed order, and the Verdict type.
 
-Both scanner twins collect the same ``Evidence`` and hand it to ``decide``; nothing else in the
-package chooses a category.  ``complete`` is what remains when every check for failure came back
-empty, never a default.
+The Python twin collects an ``Evidence`` and hands it to ``decide``; the compiled twin calls
+what ``decide`` calls (``_judge``, cached, then the counters) with the same values, without
+building the Evidence.  Nothing else in the package chooses a category.  ``complete`` is what
+remains when every check for failure came back empty, never a default.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 
 from . import _dialects as d
 
@@ -211,12 +213,13 @@ _OUTCOME_RANK = {
 }
 
 
-def _finish(evidence: Evidence, raws: list):
+def _finish(protocol: str, raws: list, blocked: str | None, tool_calls: bool, text: bool):
     """The choice that speaks for the stream: (normalized, raw, outcome), or Nones.
 
-    ``raws``: each choice's finish reason, sanitized, in the order of ``evidence.finishes``.
+    ``raws``: each choice's finish reason, sanitized, in order of first appearance;
+    ``blocked``: the blocked prompt's reason, sanitized.
     """
-    table = d.FINISH_REASONS.get(evidence.protocol, {})
+    table = d.FINISH_REASONS.get(protocol, {})
     worst = None
     for raw in raws:
         if raw is None:
@@ -224,96 +227,145 @@ def _finish(evidence: Evidence, raws: list):
         normalized, outcome = table.get(raw, d.UNKNOWN_FINISH)
         if worst is None or _OUTCOME_RANK[outcome] < _OUTCOME_RANK[worst[2]]:
             worst = (normalized, raw, outcome)
-    if evidence.blocked is not None:  # a blocked prompt is the finish of a candidate-less answer
-        worst = ("content_filter", sanitize_identifier(evidence.blocked), d.O_FILTER)
+    if blocked is not None:  # a blocked prompt is the finish of a candidate-less answer
+        worst = ("content_filter", blocked, d.O_FILTER)
     if worst is None:
         return None, None, None
     normalized, raw, outcome = worst
-    if (
-        normalized == "stop"
-        and evidence.tool_calls
-        and not evidence.text
-        and evidence.protocol in d.TOOL_FINISH_FROM_CALLS
-    ):
+    if normalized == "stop" and tool_calls and not text and protocol in d.TOOL_FINISH_FROM_CALLS:
         normalized = "tool_calls"
     return normalized, raw, outcome
 
 
-def decide(evidence: Evidence, transport: str = "eof") -> Verdict:
-    """Apply the checks in CATEGORIES order; the first that holds is the category."""
-    if transport not in TRANSPORTS:
-        raise ValueError(f"transport must be one of {TRANSPORTS}, not {transport!r}")
-    e = evidence
-    raws = [sanitize_identifier(r) for _i, r in e.finishes]
-    normalized, raw, outcome = _finish(e, raws)
-    finish_missing = (not raws and e.blocked is None) or None in raws
-    error_code = sanitize_identifier(e.error_code)
+# Streams that end alike share a judgement; only the counters differ.  Bounded, and skipped for
+# streams with many choices, since its keys hold the raw finish reasons and error codes.
+JUDGEMENT_CACHE_SIZE = 4096
+_CACHED_FINISHES = 4
+
+
+@lru_cache(maxsize=JUDGEMENT_CACHE_SIZE)
+def _judge_cached(*key) -> dict:
+    return _judge(*key)
+
+
+@lru_cache(maxsize=JUDGEMENT_CACHE_SIZE)
+def _model_name(raw: bytes) -> str | None:
+    return sanitize_identifier(raw, MAX_MODEL_CHARS)
+
+
+def _judge(
+    protocol: str,
+    transport: str,
+    limit: str | None,
+    errors: bool,
+    error_code: bytes | None,
+    end_marker: bool,
+    no_events: bool,
+    residual: bool,
+    malformed: bool,
+    sequence_gap: bool,
+    finishes: tuple,
+    blocked: bytes | None,
+    text: bool,
+    reasoning: bool,
+    refusal: bool,
+    tool_calls: bool,
+    tool_malformed: bool,
+) -> tuple:
+    """Apply the checks in CATEGORIES order; the first that holds is the category.
+
+    Sees only what the verdict's fields other than its counters and model depend on
+    (``finishes``: each choice's raw finish reason or None), so that it can be cached.
+    Returns a dict of every field with those counters None: callers copy it, never change it.
+    """
+    raws = [sanitize_identifier(r) for r in finishes]
+    blocked = sanitize_identifier(blocked)
+    normalized, raw, outcome = _finish(protocol, raws, blocked, tool_calls, text)
+    finish_missing = (not raws and blocked is None) or None in raws
+    error_code = sanitize_identifier(error_code)
     message = None
     retryable = None
 
-    if e.limit is not None:
+    if limit is not None:
         category = LIMIT_EXCEEDED
-        message = MESSAGE_LIMITS.get(e.limit)
+        message = MESSAGE_LIMITS.get(limit)
     elif transport != "eof":
         category = TRANSPORT_ERROR
-    elif e.errors or outcome == d.O_ABNORMAL:
+    elif errors or outcome == d.O_ABNORMAL:
         category = UPSTREAM_ERROR
-        if not e.errors:
+        if not errors:
             message = MESSAGE_ABNORMAL_FINISH
         retryable = error_code not in d.DETERMINISTIC_ERRORS
-    elif not e.end_marker:
+    elif not end_marker:
         category = NO_END_MARKER
-        if e.events == 0:
+        if no_events:
             message = MESSAGE_NO_EVENTS
-    elif e.residual_bytes:
+    elif residual:
         category = BUFFER_RESIDUAL
-    elif e.malformed_events:
+    elif malformed:
         category = MALFORMED_EVENT
-    elif e.sequence_gap:
+    elif sequence_gap:
         category = SEQUENCE_GAP
     elif finish_missing:
         category = MISSING_FINISH_REASON
-    elif outcome == d.O_LENGTH and not e.text and not e.tool_calls and e.reasoning:
+    elif outcome == d.O_LENGTH and not text and not tool_calls and reasoning:
         category = REASONING_EXHAUSTED
     elif outcome == d.O_LENGTH:
         category = TRUNCATED_LENGTH
-    elif outcome == d.O_FILTER or e.refusal:
+    elif outcome == d.O_FILTER or refusal:
         category = CONTENT_FILTERED
-        if e.blocked is not None:
+        if blocked is not None:
             message = MESSAGE_BLOCKED_PROMPT
-        elif e.refusal or raw == "refusal":
+        elif refusal or raw == "refusal":
             message = MESSAGE_REFUSAL
-    elif e.tool_malformed or outcome == d.O_TOOL_MALFORMED:
+    elif tool_malformed or outcome == d.O_TOOL_MALFORMED:
         category = TOOL_CALL_MALFORMED
-    elif not (e.text or e.reasoning or e.tool_calls):
+    elif not (text or reasoning or tool_calls):
         category = EMPTY_OUTPUT
     else:
         category = COMPLETE
         if outcome == d.O_PAUSE:
             message = MESSAGE_PAUSE
+    head = dict.fromkeys(VERDICT_FIELDS)  # every field, the counters' values still None
+    head.update(
+        category=category,
+        complete=category == COMPLETE,
+        protocol=protocol,
+        finish_reason=normalized,
+        finish_reason_raw=raw,
+        retryable=RETRYABLE[category] if retryable is None else retryable,
+        message=message or MESSAGES[category],
+        transport=transport,
+        end_marker_seen=end_marker,
+        finish_reason_seen=raw is not None,
+        error_code=error_code,
+        limit=limit,
+    )
+    return head
 
-    return _verdict({
-        "category": category,
-        "complete": category == COMPLETE,
-        "protocol": e.protocol,
-        "finish_reason": normalized,
-        "finish_reason_raw": raw,
-        "retryable": RETRYABLE[category] if retryable is None else retryable,
-        "message": message or MESSAGES[category],
-        "transport": transport,
-        "end_marker_seen": e.end_marker,
-        "finish_reason_seen": raw is not None,
-        "residual_bytes": e.residual_bytes,
-        "events": e.events,
-        "bytes": e.bytes,
-        "comments": e.comments,
-        "malformed_events": e.malformed_events,
-        "text_events": e.text,
-        "reasoning_events": e.reasoning,
-        "refusal_events": e.refusal,
-        "tool_calls": e.tool_calls,
-        "choices": len(e.finishes),
-        "error_code": error_code,
-        "limit": e.limit,
-        "model": sanitize_identifier(e.model, MAX_MODEL_CHARS),
-    })
+
+def decide(evidence: Evidence, transport: str = "eof") -> Verdict:
+    """The verdict on a stream: its judgement (see _judge) and its counters."""
+    if transport not in TRANSPORTS:
+        raise ValueError(f"transport must be one of {TRANSPORTS}, not {transport!r}")
+    e = evidence
+    key = (
+        e.protocol, transport, e.limit, e.errors > 0, e.error_code, e.end_marker, e.events == 0,
+        e.residual_bytes > 0, e.malformed_events > 0, e.sequence_gap,
+        tuple([raw for _index, raw in e.finishes]), e.blocked,
+        e.text > 0, e.reasoning > 0, e.refusal > 0, e.tool_calls > 0, e.tool_malformed,
+    )
+    head = (_judge_cached if len(e.finishes) <= _CACHED_FINISHES else _judge)(*key)
+    values = head.copy()
+    values["residual_bytes"] = e.residual_bytes
+    values["events"] = e.events
+    values["bytes"] = e.bytes
+    values["comments"] = e.comments
+    values["malformed_events"] = e.malformed_events
+    values["text_events"] = e.text
+    values["reasoning_events"] = e.reasoning
+    values["refusal_events"] = e.refusal
+    values["tool_calls"] = e.tool_calls
+    values["choices"] = len(e.finishes)
+    values["model"] = None if e.model is None else _model_name(e.model)
+    return _verdict(values)

@@ -80,3 +80,73 @@ def test_decided_verdict_is_the_constructed_one(verdict):
         verdict.category = "complete"
     with pytest.raises(dataclasses.FrozenInstanceError):
         del verdict.bytes
+
+
+# decide() caches the judgement of streams that end alike (_judge_cached): the cache must be
+# invisible.
+evidence = st.builds(
+    _verdict.Evidence,
+    protocol=st.sampled_from(["chat", "responses", "anthropic", "gemini", "unknown"]),
+    bytes=st.integers(0, 10**9),
+    events=st.integers(0, 3),
+    comments=st.integers(0, 3),
+    limit=st.sampled_from([None, "line", "event", "choices", "tool_calls"]),
+    errors=st.integers(0, 2),
+    error_code=st.sampled_from([None, b"", b"429", b"overloaded_error", b"context_length_exceeded"]),
+    end_marker=st.booleans(),
+    residual_bytes=st.integers(0, 2),
+    malformed_events=st.integers(0, 2),
+    sequence_gap=st.booleans(),
+    finishes=st.lists(
+        st.tuples(st.integers(0, 9), st.sampled_from([None, b"stop", b"length", b"tool_calls",
+                                                      b"content_filter", b"MAX_TOKENS", b"weird\xff"])),
+        max_size=6,
+    ),
+    blocked=st.sampled_from([None, b"SAFETY"]),
+    text=st.integers(0, 2),
+    reasoning=st.integers(0, 2),
+    refusal=st.integers(0, 1),
+    tool_calls=st.integers(0, 2),
+    tool_malformed=st.booleans(),
+    model=st.sampled_from([None, b"gpt-4o", b"bad model\x00"]),
+)
+
+
+@given(evidence, st.sampled_from(_verdict.TRANSPORTS))
+def test_cached_judgement_is_invisible(e, transport):
+    first = _verdict.decide(e, transport)  # may fill the cache
+    _verdict._judge_cached.cache_clear()
+    _verdict._model_name.cache_clear()
+    uncached = _verdict.decide(e, transport)
+    again = _verdict.decide(e, transport)  # from the cache
+    assert first == uncached == again
+    assert vars(first) is not vars(again)
+    # the counters are this evidence's own
+    assert (again.events, again.bytes, again.comments, again.residual_bytes) == (
+        e.events, e.bytes, e.comments, e.residual_bytes)
+    assert (again.text_events, again.reasoning_events, again.refusal_events, again.tool_calls) == (
+        e.text, e.reasoning, e.refusal, e.tool_calls)
+    assert again.choices == len(e.finishes) and again.malformed_events == e.malformed_events
+
+
+def test_streams_that_end_alike_share_a_judgement_not_counters():
+    _verdict._judge_cached.cache_clear()
+    small = _verdict.Evidence("chat", 10, 2, 0, None, 0, None, True, 0, 0, False, [(0, b"stop")],
+                              None, 1, 0, 0, 0, False, b"gpt-4o")
+    large = dataclasses.replace(small, bytes=99999, events=500, text=480, comments=3)
+    a, b = _verdict.decide(small), _verdict.decide(large)
+    assert _verdict._judge_cached.cache_info().hits == 1
+    assert a.category == b.category == "complete"
+    assert (a.bytes, a.events, a.text_events) == (10, 2, 1)
+    assert (b.bytes, b.events, b.text_events, b.comments) == (99999, 500, 480, 3)
+    assert _verdict.decide(small) == a  # nothing the second verdict did changed the first
+
+
+def test_many_choices_are_judged_without_the_cache():
+    """The cache keys hold the raw finish reasons: a stream with many choices stays out."""
+    _verdict._judge_cached.cache_clear()
+    finishes = [(i, b"stop") for i in range(_verdict._CACHED_FINISHES + 1)]
+    e = _verdict.Evidence("chat", 10, 2, 0, None, 0, None, True, 0, 0, False, finishes,
+                          None, 1, 0, 0, 0, False, None)
+    assert _verdict.decide(e).category == "complete"
+    assert _verdict._judge_cached.cache_info().currsize == 0
