@@ -14,6 +14,8 @@ category: ``close()`` hands what it saw to ``_verdict._judge``, as ``decide`` do
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
 from libc.string cimport memchr, memcmp, memcpy, memset
 
@@ -21,6 +23,7 @@ from libc.string cimport memchr, memcmp, memcpy, memset
 cdef extern from "_simd.h":
     Py_ssize_t fastsse_plain_run(const unsigned char* p, Py_ssize_t n) noexcept nogil
     bint fastsse_equal(const unsigned char* a, const unsigned char* b, Py_ssize_t n) noexcept nogil
+    void fastsse_prefetch(const unsigned char* p, Py_ssize_t n) noexcept nogil
 
 from . import _dialects as d
 from . import _limits
@@ -28,7 +31,12 @@ from ._limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, check_opti
 import inspect as _inspect
 
 from . import _verdict
-from ._verdict import _judge, _judge_cached, _model_name, _verdict as _new_verdict
+from ._verdict import Verdict, _judge, _judge_cached, _model_name
+
+cdef extern from "Python.h":
+    int PyObject_GenericSetDict(object o, object value, void* context) except -1
+
+_object_new = object.__new__
 
 # Compile-time copies of the shared constants; checked against the Python ones at import.
 cdef enum:
@@ -36,6 +44,7 @@ cdef enum:
     MAX_DEPTH = 512
     MAX_HOLES = 16  # string values a replayed event may vary (see "Replaying events")
     MEMO_MAX_BYTES = 4096  # the longest event kept to be replayed
+    PREFETCH_AHEAD = 4096  # how far ahead of the reading the chunk is asked into the cache
     MAX_CHOICES = 128
     MAX_TOOL_CALLS = 1024
 
@@ -131,6 +140,8 @@ _JUDGE_PARAMETERS = ("protocol", "transport", "limit", "errors", "error_code", "
 if tuple(_inspect.signature(_judge).parameters) != _JUDGE_PARAMETERS:
     raise ImportError("fastsse._scanner is stale: _verdict._judge's parameters changed; update close()")
 cdef int _CACHED_FINISHES = _verdict._CACHED_FINISHES
+cdef frozenset _PROTOCOLS = frozenset(_limits.PROTOCOL_CHOICES)
+cdef frozenset _TRANSPORTS = frozenset(_verdict.TRANSPORTS)
 
 # ============================================================================ small C helpers
 
@@ -1545,15 +1556,15 @@ cdef class Scanner:
     cdef bint memo_event  # the event just read may be kept
     cdef readonly Py_ssize_t replayed  # events counted by replay (tests check the path ran)
 
-    def __cinit__(self):
-        # The choice and tool tables grow on demand (array_reserve); they start empty.
-        self.nodes = <int*>PyMem_Malloc(MAX_DEPTH * sizeof(int))
-        if self.nodes == NULL:
-            raise MemoryError()
+    # The choice and tool tables grow on demand (array_reserve), and the automaton's stack is
+    # allocated when it first runs (_automaton): a Scanner starts with none of them.
 
     def __init__(self, str protocol="auto", *, max_event_bytes=DEFAULT_MAX_EVENT_BYTES,
                  max_line_bytes=DEFAULT_MAX_LINE_BYTES):
-        check_options(protocol, max_event_bytes, max_line_bytes)
+        # the usual arguments pass without a call; anything else gets check_options' answer
+        if not (type(max_event_bytes) is int and type(max_line_bytes) is int
+                and max_event_bytes >= 1 and max_line_bytes >= 1 and protocol in _PROTOCOLS):
+            check_options(protocol, max_event_bytes, max_line_bytes)
         self.protocol = protocol
         self.max_event_bytes = max_event_bytes
         self.max_line_bytes = max_line_bytes
@@ -1576,6 +1587,14 @@ cdef class Scanner:
         PyMem_Free(self.finishes)
         PyMem_Free(self.tools)
         PyMem_Free(self.blocks)
+
+    cdef int* _automaton(self) except NULL:
+        """The automaton's stack of path-tree nodes, allocated on first use."""
+        if self.nodes == NULL:
+            self.nodes = <int*>PyMem_Malloc(MAX_DEPTH * sizeof(int))
+            if self.nodes == NULL:
+                raise MemoryError()
+        return self.nodes
 
     cdef void _free_dialect_state(self) noexcept:
         cdef int i
@@ -1628,7 +1647,10 @@ cdef class Scanner:
         cdef Py_ssize_t blank, value_off
         cdef bint keep
         cdef const unsigned char* hit
-        cdef Py_ssize_t next_lf = -2, next_cr = -2  # -2: not searched yet, -1: none in this chunk
+        cdef Py_ssize_t next_lf = -2  # -2: not searched yet, -1: none in this chunk
+        cdef Py_ssize_t next_cr = -1  # the CR found, if >= pos
+        cdef Py_ssize_t cr_clear = 0  # no CR in p[pos:cr_clear]
+        cdef Py_ssize_t stop, cr_from
         if self.pending_cr:
             self.pending_cr = False
             if n and p[0] == b'\n':
@@ -1641,15 +1663,18 @@ cdef class Scanner:
             if next_lf != -1 and next_lf < pos:
                 hit = <const unsigned char*>memchr(p + pos, b'\n', n - pos)
                 next_lf = hit - p if hit != NULL else -1
-            if next_cr != -1 and next_cr < pos:
-                hit = <const unsigned char*>memchr(p + pos, b'\r', n - pos)
-                next_cr = hit - p if hit != NULL else -1
-            if next_lf < 0:
-                end = next_cr
-            elif next_cr < 0:
-                end = next_lf
-            else:
-                end = next_lf if next_lf < next_cr else next_cr
+            # A CR ends the line only if it comes before the LF: look that far, never into
+            # bytes that replaying may take without a look.
+            stop = next_lf if next_lf >= 0 else n
+            if next_cr < pos:
+                cr_from = pos if pos > cr_clear else cr_clear
+                hit = (<const unsigned char*>memchr(p + cr_from, b'\r', stop - cr_from)
+                       if cr_from < stop else NULL)
+                if hit != NULL:
+                    next_cr = hit - p
+                else:
+                    cr_clear = stop
+            end = next_cr if pos <= next_cr < stop else next_lf
             if end < 0:
                 break
             if self.line.len:
@@ -1757,7 +1782,7 @@ cdef class Scanner:
         if line[0] == b'{':
             # a bare JSON object, not framed as SSE (Gemini's mid-stream errors)
             record_reset(&self.rec)
-            json_init(&self.js, &self.rec, self.nodes)
+            json_init(&self.js, &self.rec, self._automaton())
             self.bare_active = True
             self.bare_bytes = n
             self._feed_bare(line, n)
@@ -1834,7 +1859,7 @@ cdef class Scanner:
             return 0
         # unusual or malformed: the automaton reads it from scratch and decides
         record_reset(&self.rec)
-        json_init(&self.js, &self.rec, self.nodes)
+        json_init(&self.js, &self.rec, self._automaton())
         json_feed(&self.js, data, n)
         if not json_finish(&self.js):
             self.malformed += 1
@@ -1940,6 +1965,7 @@ cdef class Scanner:
                 return pos  # cannot happen: the kept event made or found it
         while True:
             q = p + pos
+            fastsse_prefetch(q + PREFETCH_AHEAD, self.memo.len)
             tpos = 0
             memcpy(counts, self.memo_base, sizeof(counts))
             same = 0
@@ -2291,7 +2317,8 @@ cdef class Scanner:
     # ------------------------------------------------------------------ the end
     def close(self, str transport="eof"):
         cdef int i
-        check_transport(transport)
+        if transport not in _TRANSPORTS:
+            check_transport(transport)
         if self.closed:
             raise RuntimeError("close() called twice")
         self.closed = True
@@ -2308,7 +2335,11 @@ cdef class Scanner:
                 self._check_args(self.tools[i].json)
             for i in range(self.n_blocks):
                 self._check_args(self.blocks[i].json)
-            finishes = tuple([str_bytes(&self.finishes[i].raw) for i in range(self.n_finishes)])
+            finishes = PyTuple_New(self.n_finishes)
+            for i in range(self.n_finishes):
+                raw = str_bytes(&self.finishes[i].raw)
+                Py_INCREF(raw)
+                PyTuple_SET_ITEM(finishes, i, raw)
         self._free_dialect_state()
         # decide() for the Evidence this scanner holds, without building it: the cached
         # judgement, then the counters.
@@ -2330,7 +2361,10 @@ cdef class Scanner:
         values["tool_calls"] = self.tool_calls
         values["choices"] = len(finishes)
         values["model"] = None if self.model.len < 0 else _model_name(str_bytes(&self.model))
-        return _new_verdict(values)
+        # _verdict._verdict(values), without the call: a Verdict whose __dict__ is values
+        verdict = _object_new(Verdict)
+        PyObject_GenericSetDict(verdict, values, NULL)
+        return verdict
 
 
 cdef enum Field:

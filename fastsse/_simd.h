@@ -58,4 +58,11 @@ static inline int fastsse_equal(const unsigned char *a, const unsigned char *b, 
     return 1;
 }
 
+/* Ask for p[0:n] to be brought into the cache ahead of its reading (a hint: p may be past the
+   end of the data, prefetching never faults). */
+static inline void fastsse_prefetch(const unsigned char *p, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; i += 64)
+        __builtin_prefetch(p + i);
+}
+
 #endif
