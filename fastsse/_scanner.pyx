@@ -1954,7 +1954,7 @@ cdef class Scanner:
         cdef Pos close
         cdef Pos args
         cdef Py_ssize_t tpos, seg, width, args_width
-        cdef Py_ssize_t bound = min(self.max_line_bytes, self.max_event_bytes) + self.memo_tail
+        cdef Py_ssize_t bound = min(self.max_line_bytes, self.max_event_bytes)  # on the line
         cdef Py_ssize_t counts[5]
         cdef unsigned same  # the holes that held the kept value again
         cdef int h
@@ -1996,7 +1996,7 @@ cdef class Scanner:
             if end - q < seg or not fastsse_equal(q, t + tpos, seg):
                 return pos
             q += seg
-            if q - p - pos > bound:
+            if q - p - pos - self.memo_tail > bound:
                 return pos  # too long: the line's own reading reports the limit
             self.events += 1
             self.text += counts[H_TEXT]

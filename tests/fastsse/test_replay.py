@@ -7,6 +7,8 @@ chunking, and ``Scanner.replayed`` shows the path ran where it should."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -125,6 +127,23 @@ def test_a_replayed_event_past_the_line_limit_is_the_limit():
     assert verdict.category == "limit_exceeded" and verdict.limit == "line"
     verdict, _ = agree(stream, max_event_bytes=base + 100)
     assert verdict.category == "limit_exceeded" and verdict.limit == "event"
+
+
+@pytest.mark.parametrize("over", [0, 1])
+def test_a_replayed_line_at_the_limit_and_one_byte_past_it(over):
+    long = event(b"c" * 300)
+    line = len(long) - 2  # without its line end and the blank line
+    stream = finished(event(b"a"), event(b"b"), long, event(b"d"))
+    verdict, replayed = agree(stream, max_line_bytes=line - over)
+    assert (verdict.category == "limit_exceeded") == bool(over)
+    if not over:
+        assert replayed == 3
+
+
+def test_replay_with_the_largest_limits():
+    verdict, replayed = agree(finished(*(event(b"w%d" % i) for i in range(5))),
+                              max_line_bytes=sys.maxsize, max_event_bytes=sys.maxsize)
+    assert verdict.category == "complete" and replayed == 4
 
 
 def test_content_parts_count_outside_the_holes():
