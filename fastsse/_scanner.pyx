@@ -14,6 +14,7 @@ category: ``close()`` hands what it saw to ``_verdict._judge``, as ``decide`` do
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.dict cimport PyDict_Copy
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
@@ -139,7 +140,12 @@ _JUDGE_PARAMETERS = ("protocol", "transport", "limit", "errors", "error_code", "
                      "text", "reasoning", "refusal", "tool_calls", "tool_malformed")
 if tuple(_inspect.signature(_judge).parameters) != _JUDGE_PARAMETERS:
     raise ImportError("fastsse._scanner is stale: _verdict._judge's parameters changed; update close()")
-cdef int _CACHED_FINISHES = _verdict._CACHED_FINISHES
+cdef enum:
+    MEMO_FINISHES = 4  # _verdict._CACHED_FINISHES: streams with more choices are judged afresh
+if _verdict._CACHED_FINISHES != MEMO_FINISHES:
+    raise ImportError("fastsse._scanner is stale: _CACHED_FINISHES changed")
+cdef tuple _TRANSPORT_CODES = _verdict.TRANSPORTS
+cdef tuple _LIMIT_CODES = tuple(_verdict.MESSAGE_LIMITS)
 cdef frozenset _PROTOCOLS = frozenset(_limits.PROTOCOL_CHOICES)
 cdef frozenset _TRANSPORTS = frozenset(_verdict.TRANSPORTS)
 
@@ -170,6 +176,28 @@ cdef inline void str_append(Str* s, const char* p, Py_ssize_t n) noexcept nogil:
 
 cdef inline bint str_eq(const Str* s, const Str* t) noexcept nogil:
     return s.len == t.len and (s.len <= 0 or memcmp(s.s, t.s, s.len) == 0)
+
+ctypedef struct Judged:  # the arguments of the last _judge call, as C values (see close)
+    int dialect, transport, limit, n_finishes
+    unsigned flags
+    Str finishes[MEMO_FINISHES]
+    Str error_code, blocked
+
+cdef bint judged_same(const Judged* a, const Judged* b) noexcept:
+    cdef int i
+    if (a.dialect != b.dialect or a.transport != b.transport or a.limit != b.limit
+            or a.flags != b.flags or a.n_finishes != b.n_finishes
+            or not str_eq(&a.error_code, &b.error_code) or not str_eq(&a.blocked, &b.blocked)):
+        return False
+    for i in range(a.n_finishes):
+        if not str_eq(&a.finishes[i], &b.finishes[i]):
+            return False
+    return True
+
+cdef Judged _judged  # the last judgement's key, and its answer
+cdef object _judged_head = None
+cdef Str _named_model  # the last model name sanitized, and the name
+cdef object _named_model_str = None
 
 cdef inline object str_bytes(const Str* s):
     if s.len < 0:
@@ -2315,8 +2343,53 @@ cdef class Scanner:
         return 0
 
     # ------------------------------------------------------------------ the end
+    cdef object _judgement(self, str transport, object residual, tuple finishes):
+        """_judge's answer for this stream.  Most streams end like the one judged before (the
+        same dialect, finish reason and flags): then the answer is that stream's, found by
+        comparing C values instead of hashing a tuple of 17 Python objects."""
+        global _judged, _judged_head
+        cdef Judged k
+        cdef int i
+        memset(&k, 0, sizeof(Judged))
+        k.dialect = self.dialect
+        k.transport = _TRANSPORT_CODES.index(transport)
+        k.limit = 0 if self.limit is None else 1 + _LIMIT_CODES.index(self.limit)
+        k.flags = ((self.errors > 0) | self.end_marker << 1 | (self.events == 0) << 2
+                   | (residual > 0) << 3 | (self.malformed > 0) << 4 | self.sequence_gap << 5
+                   | (self.text > 0) << 6 | (self.reasoning > 0) << 7 | (self.refusal > 0) << 8
+                   | (self.tool_calls > 0) << 9 | self.tool_malformed << 10)
+        k.n_finishes = len(finishes)
+        k.error_code = self.error_code
+        k.blocked = self.blocked
+        if k.n_finishes <= MEMO_FINISHES:
+            for i in range(k.n_finishes):
+                k.finishes[i] = self.finishes[i].raw
+            if _judged_head is not None and judged_same(&k, &_judged):
+                return _judged_head
+        head = (_judge_cached if k.n_finishes <= MEMO_FINISHES else _judge)(
+            _DIALECT_NAMES[self.dialect], transport, self.limit, self.errors > 0,
+            str_bytes(&self.error_code), self.end_marker, self.events == 0, residual > 0,
+            self.malformed > 0, self.sequence_gap, finishes, str_bytes(&self.blocked),
+            self.text > 0, self.reasoning > 0, self.refusal > 0, self.tool_calls > 0,
+            self.tool_malformed)
+        if k.n_finishes <= MEMO_FINISHES:
+            _judged = k
+            _judged_head = head
+        return head
+
+    cdef object _served_model(self):
+        """The served model's name, sanitized: the last stream's again, most of the time."""
+        global _named_model, _named_model_str
+        if self.model.len < 0:
+            return None
+        if _named_model_str is None or not str_eq(&self.model, &_named_model):
+            _named_model_str = _model_name(str_bytes(&self.model))
+            _named_model = self.model
+        return _named_model_str
+
     def close(self, str transport="eof"):
         cdef int i
+        cdef dict values
         if transport not in _TRANSPORTS:
             check_transport(transport)
         if self.closed:
@@ -2341,15 +2414,10 @@ cdef class Scanner:
                 Py_INCREF(raw)
                 PyTuple_SET_ITEM(finishes, i, raw)
         self._free_dialect_state()
-        # decide() for the Evidence this scanner holds, without building it: the cached
-        # judgement, then the counters.
-        head = (_judge_cached if len(finishes) <= _CACHED_FINISHES else _judge)(
-            _DIALECT_NAMES[self.dialect], transport, self.limit, self.errors > 0,
-            str_bytes(&self.error_code), self.end_marker, self.events == 0, residual > 0,
-            self.malformed > 0, self.sequence_gap, finishes, str_bytes(&self.blocked),
-            self.text > 0, self.reasoning > 0, self.refusal > 0, self.tool_calls > 0,
-            self.tool_malformed)
-        values = head.copy()
+        # decide() for the Evidence this scanner holds, without building it: the judgement
+        # (the same as the last stream's, or _judge's, cached), then the counters.
+        head = self._judgement(transport, residual, finishes)
+        values = PyDict_Copy(head)
         values["residual_bytes"] = residual
         values["events"] = self.events
         values["bytes"] = self.total_bytes
@@ -2360,7 +2428,7 @@ cdef class Scanner:
         values["refusal_events"] = self.refusal
         values["tool_calls"] = self.tool_calls
         values["choices"] = len(finishes)
-        values["model"] = None if self.model.len < 0 else _model_name(str_bytes(&self.model))
+        values["model"] = self._served_model()
         # _verdict._verdict(values), without the call: a Verdict whose __dict__ is values
         verdict = _object_new(Verdict)
         PyObject_GenericSetDict(verdict, values, NULL)

@@ -150,3 +150,17 @@ def test_many_choices_are_judged_without_the_cache():
                           None, 1, 0, 0, 0, False, None)
     assert _verdict.decide(e).category == "complete"
     assert _verdict._judge_cached.cache_info().currsize == 0
+
+
+def test_each_verdict_is_its_own_whatever_was_judged_before():
+    """The compiled close() reuses the last stream's judgement when its inputs match: run every
+    category case right after every other one, and compare with the Python twin's verdict."""
+    compiled = pytest.importorskip("fastsse._scanner")
+    from .test_categories import CASES
+
+    cases = [param.values[0] for param in CASES]
+    expected = [scan(c.data, c.protocol, c.transport, **c.limits) for c in cases]
+    for before in cases:
+        for c, verdict in zip(cases, expected):
+            compiled.scan(before.data, before.protocol, before.transport, **before.limits)
+            assert compiled.scan(c.data, c.protocol, c.transport, **c.limits) == verdict, (before.name, c.name)
