@@ -45,7 +45,7 @@ cdef enum:
     MAX_DEPTH = 512
     MAX_HOLES = 16  # string values a replayed event may vary (see "Replaying events")
     MEMO_MAX_BYTES = 4096  # the longest event kept to be replayed
-    PREFETCH_AHEAD = 4096  # how far ahead of the reading the chunk is asked into the cache
+    PREFETCH_AHEAD = 2048  # how far ahead of the reading the chunk is asked into the cache
     MAX_CHOICES = 128
     MAX_TOOL_CALLS = 1024
 
