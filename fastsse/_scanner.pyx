@@ -2383,8 +2383,11 @@ cdef class Scanner:
         if self.model.len < 0:
             return None
         if _named_model_str is None or not str_eq(&self.model, &_named_model):
-            _named_model_str = _model_name(str_bytes(&self.model))
+            name = _model_name(str_bytes(&self.model))
+            # both at once, after the call: another thread sees the old pair or the new one
             _named_model = self.model
+            _named_model_str = name
+            return name
         return _named_model_str
 
     def close(self, str transport="eof"):
