@@ -39,6 +39,26 @@ def chunkings(data: bytes, seed: int = 0):
         yield f"random{attempt}", pieces
 
 
+def agree(data: bytes, protocol: str = "auto", chunked: bool = True, **limits):
+    """Both twins give the same verdict, whole and (``chunked``) under several chunkings; byte by
+    byte only for short data.  For the tests that aim at the compiled twin's own fast paths."""
+    from fastsse import _scanner as compiled
+    from fastsse import _scanner_py as python
+
+    verdict = python.scan(data, protocol, **limits)
+    assert compiled.scan(data, protocol, **limits) == verdict
+    if chunked:
+        for name, chunks in chunkings(data, len(data)):
+            if name == "bytewise" and len(data) > 3000:
+                continue
+            for twin in (compiled, python):
+                scanner = twin.Scanner(protocol, **limits)
+                for chunk in chunks:
+                    scanner.feed(chunk)
+                assert scanner.close() == verdict, (twin.__name__, name)
+    return verdict
+
+
 @pytest.fixture
 def judge(impl):
     """judge(data, protocol="auto", transport="eof", **limits) -> Verdict.

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from fastsse import _scanner_py
 
-from .conftest import chunkings
+from .conftest import agree, chunkings
 
 try:
     from fastsse import _scanner as _scanner_c
@@ -23,22 +23,6 @@ except ImportError:
     _scanner_c = None
 
 needs_both = pytest.mark.skipif(_scanner_c is None, reason="compiled twin not built")
-
-
-def agree(data: bytes, protocol: str = "auto", chunked: bool = True):
-    """Both twins give the same verdict, the compiled one under several chunkings too."""
-    verdict = _scanner_py.scan(data, protocol)
-    assert _scanner_c.scan(data, protocol) == verdict
-    if chunked:
-        for name, chunks in chunkings(data, len(data)):
-            if name == "bytewise" and len(data) > 3000:
-                continue
-            for twin in (_scanner_c, _scanner_py):
-                scanner = twin.Scanner(protocol)
-                for chunk in chunks:
-                    scanner.feed(chunk)
-                assert scanner.close() == verdict, (twin.__name__, name)
-    return verdict
 
 
 def chat_event(delta: dict, finish=None, pad: str = "", **extra) -> bytes:

@@ -13,9 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fastsse import _scanner_py
-
-from .conftest import chunkings
+from .conftest import agree as twins_agree
 
 try:
     from fastsse import _scanner as _scanner_c
@@ -28,19 +26,13 @@ DONE = b"data: [DONE]\n\n"
 
 
 def agree(data: bytes, protocol: str = "auto", **limits):
-    """Both twins give the same verdict under every chunking; returns it and how many events
-    the compiled twin replayed when fed the stream whole."""
-    verdict = _scanner_py.scan(data, protocol, **limits)
-    for name, chunks in chunkings(data, len(data)):
-        if name == "bytewise" and len(data) > 3000:
-            continue
-        scanner = _scanner_c.Scanner(protocol, **limits)
-        for chunk in chunks:
-            scanner.feed(chunk)
-        assert scanner.close() == verdict, name
-        if name == "whole":
-            replayed = scanner.replayed
-    return verdict, replayed
+    """Both twins give the same verdict under every chunking (conftest.agree); returns it and
+    how many events the compiled twin replayed when fed the stream whole."""
+    verdict = twins_agree(data, protocol, **limits)
+    scanner = _scanner_c.Scanner(protocol, **limits)
+    scanner.feed(data)
+    scanner.close()
+    return verdict, scanner.replayed
 
 
 def event(content: bytes = b"hi", key: bytes = b"content", finish: bytes = b"null",
