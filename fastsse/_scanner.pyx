@@ -1271,32 +1271,25 @@ cdef inline Pos fast_string(Cursor* c, Pos p, int action) except? NULL:
             record_scalar(c.rec, action, K_STRING, &sbuf, -1, run > 0, 0, 0)
     return s + run + 1
 
-cdef Pos skip_string(Pos q, Pos end) noexcept:
+cdef Pos skip_string(Record* rec, Pos q, Pos end) except? NULL:
     """The closing quote of the string whose content starts at q, if the content is what
-    fast_string accepts (no control byte, only valid escapes); else NULL."""
-    cdef int h0, h1, h2, h3
-    while True:
-        q += fastsse_plain_run(q, end - q)
-        if q >= end:
-            return NULL
-        if q[0] == b'"':
-            return q
-        if q[0] != b'\\' or end - q < 2:
-            return NULL
-        if q[1] == b'u':
-            if end - q < 6:
-                return NULL
-            h0 = _hex[q[2]]
-            h1 = _hex[q[3]]
-            h2 = _hex[q[4]]
-            h3 = _hex[q[5]]
-            if (h0 | h1 | h2 | h3) < 0:
-                return NULL
-            q += 6
-        elif _unescape[q[1]]:
-            q += 2
-        else:
-            return NULL
+    fast_string accepts (no control byte, only valid escapes); else NULL.  Nothing is
+    captured into rec or recorded."""
+    cdef Py_ssize_t run = fastsse_plain_run(q, end - q)
+    cdef Cursor c
+    cdef Pos after
+    if q + run >= end:
+        return NULL
+    if q[run] == b'"':
+        return q + run
+    if q[run] != b'\\':
+        return NULL  # a control byte
+    c.base = q
+    c.end = end
+    c.rec = rec
+    c.depth = 0
+    after = fast_escaped_string(&c, q, q + run, 0)
+    return after - 1 if after != NULL else NULL
 
 cdef inline bint is_digit(unsigned char ch) noexcept:
     return <unsigned char>(ch - 48) < 10  # one unsigned comparison
@@ -2009,7 +2002,7 @@ cdef class Scanner:
                     same |= 1u << h
                     close = q + width
                 else:
-                    close = skip_string(q, end)
+                    close = skip_string(&self.rec, q, end)
                     if close == NULL:
                         return pos
                     width = close - q
