@@ -244,11 +244,6 @@ _CACHED_FINISHES = 4
 
 
 @lru_cache(maxsize=JUDGEMENT_CACHE_SIZE)
-def _judge_cached(*key) -> dict:
-    return _judge(*key)
-
-
-@lru_cache(maxsize=JUDGEMENT_CACHE_SIZE)
 def _model_name(raw: bytes) -> str | None:
     return sanitize_identifier(raw, MAX_MODEL_CHARS)
 
@@ -342,6 +337,9 @@ def _judge(
         limit=limit,
     )
     return head
+
+
+_judge_cached = lru_cache(maxsize=JUDGEMENT_CACHE_SIZE)(_judge)
 
 
 def decide(evidence: Evidence, transport: str = "eof") -> Verdict:
