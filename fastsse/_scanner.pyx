@@ -378,6 +378,14 @@ for _action in d.FULL_CAPTURE_ACTIONS:
     _full_capture[_action] = True
 for _action in d.SHORT_CAPTURE_ACTIONS:
     _short_capture[_action] = True
+# The string values that name things (types, models, finish reasons, error codes): never
+# payload, so a template may keep them (see "Templates").
+cdef bint _identifier[64]
+memset(_identifier, 0, sizeof(_identifier))
+for _action in (A_TYPE, A_OBJECT, A_MODEL, A_ERR_CODE, A_ERR_TYPE, A_ERR_STATUS, A_FLAT_CODE,
+                A_FINISH, A_PART_TYPE, A_TOOL_ID, A_BLOCK_REASON, A_INCOMPLETE_REASON,
+                A_STOP_REASON, A_BLOCK_TYPE, A_ITEM_TYPE):
+    _identifier[_action] = True
 
 cdef _StrTable _responses_kinds = _StrTable(d.EVENT_KINDS["responses"])
 cdef _StrTable _anthropic_kinds = _StrTable(d.EVENT_KINDS["anthropic"])
@@ -436,6 +444,9 @@ ctypedef struct Record:
     Py_ssize_t hole_start[MAX_HOLES]
     Py_ssize_t hole_end[MAX_HOLES]
     unsigned char hole_role[MAX_HOLES]
+    # a value that may be payload is not among the holes (there were too many, or it is a
+    # value a rule reads as text): the event must not become a template (see "Templates")
+    bint opaque
 
 cdef void record_reset(Record* r) noexcept:
     str_clear(&r.type); str_clear(&r.object); str_clear(&r.model); str_clear(&r.err_code)
@@ -452,6 +463,7 @@ cdef void record_reset(Record* r) noexcept:
     r.delta_json_len = r.args_len = -1
     r.delta_json_off = r.args_off = 0
     r.n_holes = 0
+    r.opaque = False
 
 cdef void record_begin(Record* r, int action, bint is_object) noexcept:
     if action == A_ERROR:
@@ -1143,6 +1155,8 @@ cdef enum:  # HoleRole: what a replayed event's string value counts (A_TEXT.. in
     H_REASONING = 2
     H_REFUSAL = 3
     H_ARGS = 4  # a tool call's arguments: fed to the call's JSON check
+    H_NUMBER = 5  # a number no rule reads: any valid JSON number
+    N_ROLES = 6
 
 cdef inline void note_hole(Cursor* c, Pos s, Pos q, int action) noexcept:
     """The string value s[:q - s] was read for action.  Note it as a hole if what is recorded
@@ -1150,19 +1164,32 @@ cdef inline void note_hole(Cursor* c, Pos s, Pos q, int action) noexcept:
     compared byte for byte."""
     cdef Record* r = c.rec
     cdef int role
-    if r.n_holes >= MAX_HOLES:
-        return
     if action == A_TEXT or action == A_REASONING or action == A_REFUSAL:
         role = action - A_TEXT + H_TEXT if r.in_choice else H_FREE
     elif action == A_TOOL_ARGS:
         role = H_ARGS if r.in_tool else H_FREE
     elif action:
+        r.opaque |= not _identifier[action]
         return
     else:
         role = H_FREE
+    if r.n_holes >= MAX_HOLES:
+        r.opaque = True
+        return
     r.hole_start[r.n_holes] = s - c.base
     r.hole_end[r.n_holes] = q - c.base
     r.hole_role[r.n_holes] = role
+    r.n_holes += 1
+
+cdef inline void note_number(Cursor* c, Pos s, Pos q) noexcept:
+    """The number s[:q - s] was read for no action: any other number would record the same."""
+    cdef Record* r = c.rec
+    if r.n_holes >= MAX_HOLES:
+        r.opaque = True
+        return
+    r.hole_start[r.n_holes] = s - c.base
+    r.hole_end[r.n_holes] = q - c.base
+    r.hole_role[r.n_holes] = H_NUMBER
     r.n_holes += 1
 
 cdef inline Pos skip_ws(Pos p, Pos end) noexcept:
@@ -1300,6 +1327,7 @@ cdef inline Pos fast_number(Cursor* c, Pos q, int action) noexcept:
     What follows it is checked by the container (c.end[0] is never a digit's concern: every
     loop stops at the end)."""
     cdef Pos end = c.end
+    cdef Pos start = q
     cdef bint plain = True
     cdef int64_t value = 0
     cdef Str absent
@@ -1337,6 +1365,37 @@ cdef inline Pos fast_number(Cursor* c, Pos q, int action) noexcept:
         absent.len = -1
         record_scalar(c.rec, action, K_NUMBER, &absent, value if plain and value < MAX_INT else -1,
                       False, 0, 0)
+    else:
+        note_number(c, start, q)
+    return q
+
+cdef Pos skip_number(Pos q, Pos end) noexcept:
+    """The end of the number at q, by fast_number's grammar, if it is one; else NULL."""
+    if q < end and q[0] == b'-':
+        q += 1
+    if q >= end:
+        return NULL
+    if q[0] == b'0':
+        q += 1
+    elif is_digit(q[0]):
+        while q < end and is_digit(q[0]):
+            q += 1
+    else:
+        return NULL
+    if q < end and q[0] == b'.':
+        q += 1
+        if q >= end or not is_digit(q[0]):
+            return NULL
+        while q < end and is_digit(q[0]):
+            q += 1
+    if q < end and (q[0] == b'e' or q[0] == b'E'):
+        q += 1
+        if q < end and (q[0] == b'+' or q[0] == b'-'):
+            q += 1
+        if q >= end or not is_digit(q[0]):
+            return NULL
+        while q < end and is_digit(q[0]):
+            q += 1
     return q
 
 cdef inline Pos fast_literal(Cursor* c, Pos p, int action, const char* word, int n,
@@ -1481,6 +1540,18 @@ cdef bint json_whole(Record* rec, Pos p, Py_ssize_t n) except -1:
 
 # ============================================================================ the scanner
 
+cdef inline Py_ssize_t _event_tail(const unsigned char* p, Py_ssize_t n, Py_ssize_t end,
+                                   Py_ssize_t blank) noexcept:
+    """How many bytes end a one-line event whose line ends at p[end] and whose blank line is at
+    p[blank]: 2 ("\\n\\n"), 4 ("\\r\\n\\r\\n"), or 0 for any other ending (lone CRs, or a
+    blank line that may be "\\r\\n" split across chunks)."""
+    if p[end] == b'\n' and blank == end + 1 and p[blank] == b'\n':
+        return 2
+    if (p[end] == b'\r' and blank == end + 2 and p[end + 1] == b'\n'
+            and p[blank] == b'\r' and blank + 1 < n and p[blank + 1] == b'\n'):
+        return 4
+    return 0
+
 cdef inline Py_ssize_t _blank_after(const unsigned char* p, Py_ssize_t n,
                                     Py_ssize_t end) noexcept:
     """p[end] ends a line: the position of the terminator of the next line if that line is
@@ -1509,6 +1580,112 @@ ctypedef struct Block:  # anthropic: a tool block's input being accumulated
 ctypedef struct Finish:
     int64_t index
     Str raw
+
+# ---------------------------------------------------------------------------- templates
+# Replaying (see "Replaying events" in Scanner) needs an event read in full first: in a chat
+# stream, its role chunk, first content chunk, finish chunk and usage chunk are each the first
+# of their shape, and the next stream of the same model sends the same four shapes again.  So a
+# chat event read in place whose effect the scanner can repeat without the Record (choices
+# registered with their finish reasons, the model, counters; no tool call, no error) also
+# becomes a template, shared by every scanner in the process: its bytes with every hole's value
+# cut out (strings and numbers no rule reads, and the text), and its effect.  An event that
+# equals a template outside the holes, with a valid JSON string or number in each hole, would
+# be read into the same Record but for the counters, so the scanner applies the effect instead
+# of reading it.  A template keeps only names (keys, the model, finish reasons): an event with
+# any other value that is not a hole (too many holes, or text a rule reads) makes none.
+#
+# Which template to try: each remembers the two that followed it last (an LRU of two), and a
+# stream's first event tries the two that began streams last.  A wrong guess costs a compare
+# that stops at the first differing byte; an event that matches neither is read, and becomes a
+# template in place of the least recently used one.  The table is process-wide, bounded
+# (TEMPLATES slots), and touched only with the GIL held.
+
+cdef enum:
+    TEMPLATES = 16
+    TEMPLATE_CHOICES = 4
+
+ctypedef struct Template:
+    Py_ssize_t len  # of bytes; 0: an empty slot
+    Py_ssize_t tail  # its line end and blank line, as Scanner.memo_tail
+    int n_holes
+    Py_ssize_t at[MAX_HOLES]  # where each hole's value was cut out of bytes
+    unsigned char role[MAX_HOLES]
+    Py_ssize_t base[N_ROLES]  # per role, what it counts outside its holes
+    bint keep  # the matching event is kept to replay the events that repeat it
+    Str model
+    int n_choices
+    int64_t index[TEMPLATE_CHOICES]
+    Str finish[TEMPLATE_CHOICES]
+    int next[2]  # the templates that followed this one last, the latest first; -1: none
+    unsigned long long used  # when last made or matched
+    char bytes[MEMO_MAX_BYTES]
+
+cdef Template* _templates = <Template*>PyMem_Malloc(TEMPLATES * sizeof(Template))
+if _templates == NULL:
+    raise MemoryError()
+cdef int _first_templates[2]  # the templates that began streams last
+cdef unsigned long long _template_clock = 0
+
+def _forget_templates():
+    """Empty the table of templates (tests use it to start from none)."""
+    global _template_clock
+    cdef int i
+    for i in range(TEMPLATES):
+        _templates[i].len = 0
+        _templates[i].used = 0
+        _templates[i].next[0] = _templates[i].next[1] = -1
+    _first_templates[0] = _first_templates[1] = -1
+    _template_clock = 0
+
+def _template_bytes():
+    """The bytes every template keeps (tests check that no payload is among them)."""
+    cdef int i
+    return [PyBytes_FromStringAndSize(_templates[i].bytes, _templates[i].len)
+            for i in range(TEMPLATES) if _templates[i].len]
+
+_forget_templates()
+
+cdef bint same_template(const Template* a, const Template* b) noexcept:
+    """Whether a and b keep the same bytes with the same holes."""
+    cdef int h
+    if a.len != b.len or a.n_holes != b.n_holes or a.tail != b.tail:
+        return False
+    for h in range(a.n_holes):
+        if a.at[h] != b.at[h] or a.role[h] != b.role[h]:
+            return False
+    return memcmp(a.bytes, b.bytes, a.len) == 0
+
+cdef Pos match_template(const Template* t, Record* rec, Pos event, Pos end, Py_ssize_t* starts,
+                        Py_ssize_t* ends, Py_ssize_t* counts) except? NULL:
+    """The end of the event at event[0:] if it matches t before end, its blank line included;
+    else NULL.  Fills where its holes are and what they count (rec: skip_string's)."""
+    cdef Pos q = event
+    cdef Pos close
+    cdef Pos bytes = <Pos>t.bytes
+    cdef Py_ssize_t tpos = 0, seg
+    cdef int h
+    memcpy(counts, t.base, N_ROLES * sizeof(Py_ssize_t))
+    for h in range(t.n_holes):
+        seg = t.at[h] - tpos
+        if end - q <= seg or not fastsse_equal(q, bytes + tpos, seg):
+            return NULL
+        q += seg
+        if t.role[h] == H_NUMBER:
+            close = skip_number(q, end)
+        else:
+            close = skip_string(rec, q, end)
+        if close == NULL:
+            return NULL
+        starts[h] = q - event
+        ends[h] = close - event
+        if close > q:
+            counts[t.role[h]] += 1
+        q = close
+        tpos = t.at[h]
+    seg = t.len - tpos
+    if end - q < seg or not fastsse_equal(q, bytes + tpos, seg):
+        return NULL
+    return q + seg
 
 cdef enum Dialect:
     D_NONE = 0
@@ -1570,12 +1747,15 @@ cdef class Scanner:
     cdef unsigned char memo_role[MAX_HOLES]
     cdef bint memo_varies[MAX_HOLES]  # held another value at the first replay: not tried again
     cdef Py_ssize_t memo_tail  # its line end and blank line: 2 ("\n\n") or 4 ("\r\n\r\n")
-    cdef Py_ssize_t memo_base[5]  # per role, what it counted outside its holes (content parts)
+    cdef Py_ssize_t memo_base[N_ROLES]  # per role, what it counted outside its holes (content parts)
     cdef bint memo_fresh  # not replayed yet: holes that repeat their value become bytes to compare
     cdef bint memo_tool  # it carries one tool call fragment, without an id
     cdef int64_t memo_tool_choice, memo_tool_index  # which call the fragment continues
     cdef bint memo_event  # the event just read may be kept
+    cdef bint template_event  # the event just read may become a template
+    cdef int template_prev  # the template this stream matched or made last; -1: none yet
     cdef readonly Py_ssize_t replayed  # events counted by replay (tests check the path ran)
+    cdef readonly Py_ssize_t templated  # events counted by a template (the same)
 
     # The choice and tool tables grow on demand (array_reserve), and the automaton's stack is
     # allocated when it first runs (_automaton): a Scanner starts with none of them.
@@ -1593,6 +1773,7 @@ cdef class Scanner:
         self.at_start = True
         self.error_code.len = self.model.len = self.blocked.len = -1
         self.last_seq = -1
+        self.template_prev = -1
         record_reset(&self.rec)
 
     def __dealloc__(self):
@@ -1671,16 +1852,21 @@ cdef class Scanner:
         cdef Py_ssize_t next_lf = -2  # -2: not searched yet, -1: none in this chunk
         cdef Py_ssize_t next_cr = -1  # the CR found, if >= pos
         cdef Py_ssize_t cr_clear = 0  # no CR in p[pos:cr_clear]
-        cdef Py_ssize_t stop, cr_from
+        cdef Py_ssize_t stop, cr_from, start, tail
         if self.pending_cr:
             self.pending_cr = False
             if n and p[0] == b'\n':
                 pos = 1
         while True:
-            if (self.memo.len and self.line.len == 0 and self.data_lines == 0
-                    and self.event_type.len == 0 and self.event_bytes == 0
-                    and not self.bare_active):
-                pos = self._replay(p, pos, n)
+            if (self.line.len == 0 and self.data_lines == 0 and self.event_type.len == 0
+                    and self.event_bytes == 0 and not self.bare_active):
+                if self.memo.len:
+                    pos = self._replay(p, pos, n)
+                if self.dialect == D_CHAT and pos < n:
+                    start = pos
+                    pos = self._from_template(p, pos, n)
+                    if pos != start:
+                        continue  # replay what repeats it
             if next_lf != -1 and next_lf < pos:
                 hit = <const unsigned char*>memchr(p + pos, b'\n', n - pos)
                 next_lf = hit - p if hit != NULL else -1
@@ -1715,11 +1901,16 @@ cdef class Scanner:
                     # line): read it where it lies instead of copying it into self.data.
                     # The same calls _process_line and _dispatch would make, in order.
                     value_off = 6 if length > 5 and p[pos + 5] == b' ' else 5
-                    self.memo_event = False
+                    self.memo_event = self.template_event = False
                     keep = self.event_type.len == 0 and self.event_bytes == 0
                     self._dispatch_data(p + pos + value_off, length - value_off)
-                    if keep and self.memo_event and self.limit is None:
-                        self._keep(p, pos, end, blank, n, value_off)
+                    if keep and (self.memo_event or self.template_event) and self.limit is None:
+                        tail = _event_tail(p, n, end, blank)
+                        if tail and end - pos + tail <= MEMO_MAX_BYTES:
+                            if self.memo_event:
+                                self._keep(p, pos, tail, end - pos + tail, value_off)
+                            if self.template_event:
+                                self._make_template(p + pos, tail, end - pos + tail, value_off)
                     end = blank
                 else:
                     self._process_line(p + pos, length)
@@ -1877,6 +2068,7 @@ cdef class Scanner:
         if json_whole(&self.rec, data, n):
             self._interpret(etype, etype_len)
             self.memo_event = self._replayable()
+            self.template_event = self._templatable()
             return 0
         # unusual or malformed: the automaton reads it from scratch and decides
         record_reset(&self.rec)
@@ -1917,22 +2109,14 @@ cdef class Scanner:
                 return False
         return True
 
-    cdef int _keep(self, const unsigned char* p, Py_ssize_t pos, Py_ssize_t end,
-                   Py_ssize_t blank, Py_ssize_t n, Py_ssize_t value_off) except -1:
-        """Keep the one-line event read in place at p[pos:] (its line ends at p[end], the blank
-        line at p[blank]) to replay the events that repeat it."""
-        cdef Py_ssize_t tail, size
+    cdef int _keep(self, const unsigned char* p, Py_ssize_t pos, Py_ssize_t tail,
+                   Py_ssize_t size, Py_ssize_t value_off) except -1:
+        """Keep the one-line event read in place at p[pos:pos + size] (its line end and blank
+        line the last tail bytes) to replay the events that repeat it."""
+        cdef Py_ssize_t starts[MAX_HOLES]
+        cdef Py_ssize_t ends[MAX_HOLES]
+        cdef Py_ssize_t base[N_ROLES]
         cdef int i, args
-        if p[end] == b'\n' and blank == end + 1 and p[blank] == b'\n':
-            tail = 2
-        elif (p[end] == b'\r' and blank == end + 2 and p[end + 1] == b'\n'
-                and p[blank] == b'\r' and blank + 1 < n and p[blank + 1] == b'\n'):
-            tail = 4
-        else:
-            return 0  # lone CRs, or a blank line that may be "\r\n" split across chunks
-        size = end - pos + tail
-        if size > MEMO_MAX_BYTES:
-            return 0
         self.memo_tool = self.rec.n_tools == 1
         args = 0
         for i in range(self.rec.n_holes):
@@ -1946,23 +2130,40 @@ cdef class Scanner:
                                              else self.rec.choices[i].ordinal)
             self.memo_tool_index = (self.rec.tools[0].index if self.rec.tools[0].index >= 0
                                     else self.rec.tools[0].ordinal)
+        self._record_base(base)
+        for i in range(self.rec.n_holes):
+            starts[i] = value_off + self.rec.hole_start[i]
+            ends[i] = value_off + self.rec.hole_end[i]
+        return self._set_memo(p + pos, size, tail, self.rec.n_holes, starts, ends,
+                              self.rec.hole_role, base)
+
+    cdef void _record_base(self, Py_ssize_t* base) noexcept:
+        """What the event just read counted per role outside its holes (content parts)."""
+        cdef int i
+        memset(base, 0, N_ROLES * sizeof(Py_ssize_t))
+        for i in range(self.rec.n_choices):
+            base[H_TEXT] += self.rec.choices[i].text
+            base[H_REASONING] += self.rec.choices[i].reasoning
+            base[H_REFUSAL] += self.rec.choices[i].refusal
+        for i in range(self.rec.n_holes):
+            if self.rec.hole_end[i] > self.rec.hole_start[i]:
+                base[self.rec.hole_role[i]] -= 1
+
+    cdef int _set_memo(self, const unsigned char* event, Py_ssize_t size, Py_ssize_t tail,
+                       int n_holes, const Py_ssize_t* starts, const Py_ssize_t* ends,
+                       const unsigned char* roles, const Py_ssize_t* base) except -1:
+        """Keep event[:size] with its holes at event[starts[i]:ends[i]] (memo_tool is set by
+        the caller)."""
         self.memo_fresh = True
         memset(self.memo_varies, 0, sizeof(self.memo_varies))
         self.memo.len = 0
-        buf_append(&self.memo, <const char*>p + pos, size)
+        buf_append(&self.memo, <const char*>event, size)
         self.memo_tail = tail
-        self.memo_holes = self.rec.n_holes
-        memset(self.memo_base, 0, sizeof(self.memo_base))
-        for i in range(self.rec.n_choices):
-            self.memo_base[H_TEXT] += self.rec.choices[i].text
-            self.memo_base[H_REASONING] += self.rec.choices[i].reasoning
-            self.memo_base[H_REFUSAL] += self.rec.choices[i].refusal
-        for i in range(self.rec.n_holes):
-            self.memo_start[i] = value_off + self.rec.hole_start[i]
-            self.memo_end[i] = value_off + self.rec.hole_end[i]
-            self.memo_role[i] = self.rec.hole_role[i]
-            if self.memo_end[i] > self.memo_start[i]:
-                self.memo_base[self.memo_role[i]] -= 1
+        self.memo_holes = n_holes
+        memcpy(self.memo_start, starts, n_holes * sizeof(Py_ssize_t))
+        memcpy(self.memo_end, ends, n_holes * sizeof(Py_ssize_t))
+        memcpy(self.memo_role, roles, n_holes * sizeof(unsigned char))
+        memcpy(self.memo_base, base, sizeof(self.memo_base))
         return 0
 
     cdef Py_ssize_t _replay(self, const unsigned char* p, Py_ssize_t pos,
@@ -1976,7 +2177,7 @@ cdef class Scanner:
         cdef Pos args
         cdef Py_ssize_t tpos, seg, width, args_width
         cdef Py_ssize_t bound = min(self.max_line_bytes, self.max_event_bytes)  # on the line
-        cdef Py_ssize_t counts[5]
+        cdef Py_ssize_t counts[N_ROLES]
         cdef unsigned same  # the holes that held the kept value again
         cdef int h
         cdef ToolCall* call = NULL
@@ -1997,12 +2198,17 @@ cdef class Scanner:
                     return pos
                 q += seg
                 width = self.memo_end[h] - self.memo_start[h]
-                if (not self.memo_varies[h] and end - q > width and q[width] == b'"'
+                # the byte after the hole (a string's closing quote) is compared with the rest
+                if (not self.memo_varies[h] and end - q > width
+                        and q[width] == t[self.memo_end[h]]
                         and fastsse_equal(q, t + tpos + seg, width)):
                     same |= 1u << h
                     close = q + width
                 else:
-                    close = skip_string(&self.rec, q, end)
+                    if self.memo_role[h] == H_NUMBER:
+                        close = skip_number(q, end)
+                    else:
+                        close = skip_string(&self.rec, q, end)
                     if close == NULL:
                         return pos
                     width = close - q
@@ -2037,7 +2243,7 @@ cdef class Scanner:
         cdef int h, kept = 0
         self.memo_fresh = False
         for h in range(self.memo_holes):
-            if self.memo_role[h] == H_FREE and same & (1u << h):
+            if (self.memo_role[h] == H_FREE or self.memo_role[h] == H_NUMBER) and same & (1u << h):
                 continue
             self.memo_start[kept] = self.memo_start[h]
             self.memo_end[kept] = self.memo_end[h]
@@ -2072,6 +2278,129 @@ cdef class Scanner:
             raise AssertionError("a replayed hole is not a valid string")
         json_feed(call.json, <const unsigned char*>self.rec.captured.p, self.rec.captured.len)
         return 0
+
+    # ------------------------------------------------------------------ templates
+    cdef bint _templatable(self) noexcept:
+        """Can the event just interpreted be repeated from a template (see "templates")?"""
+        cdef Record* r = &self.rec
+        cdef int i
+        if (self.dialect != D_CHAT or self.limit is not None or r.error or r.too_many
+                or r.opaque or r.out_of_memory or r.n_tools or r.n_choices > TEMPLATE_CHOICES):
+            return False
+        for i in range(r.n_choices):
+            if r.choices[i].tool:
+                return False
+        return True
+
+    cdef int* _template_links(self) noexcept:
+        """The templates to try for this stream's next event, the likelier first."""
+        if self.template_prev < 0:
+            return _first_templates
+        return _templates[self.template_prev].next
+
+    cdef void _follow(self, int slot) noexcept:
+        """Template slot is this stream's latest: the likeliest after its predecessor."""
+        global _template_clock
+        cdef int* links = self._template_links()
+        if links[0] != slot:
+            links[1] = links[0]
+            links[0] = slot
+        self.template_prev = slot
+        _template_clock += 1
+        _templates[slot].used = _template_clock
+
+    cdef void _make_template(self, const unsigned char* event, Py_ssize_t tail, Py_ssize_t size,
+                             Py_ssize_t value_off) noexcept:
+        """The event just read, event[:size], becomes a template in the least used slot."""
+        cdef Record* r = &self.rec
+        cdef Template* t
+        cdef int slot = 0, i
+        cdef int* expected = self._template_links()
+        cdef int next[2]
+        cdef Py_ssize_t src = 0, cut, at = 0
+        for i in range(1, TEMPLATES):
+            if _templates[i].used < _templates[slot].used:
+                slot = i
+        # It takes the place of the template expected here (one finish reason for another):
+        # what followed that one likely follows it.
+        next[0] = next[1] = -1
+        if expected[0] >= 0:
+            next[0] = _templates[expected[0]].next[0]
+            next[1] = _templates[expected[0]].next[1]
+        t = &_templates[slot]
+        for i in range(r.n_holes):
+            cut = value_off + r.hole_start[i]
+            memcpy(t.bytes + at, event + src, cut - src)
+            at += cut - src
+            t.at[i] = at
+            t.role[i] = r.hole_role[i]
+            src = value_off + r.hole_end[i]
+        memcpy(t.bytes + at, event + src, size - src)
+        t.len = at + size - src
+        t.tail = tail
+        t.n_holes = r.n_holes
+        for i in range(TEMPLATES):
+            if i != slot and same_template(t, &_templates[i]):
+                # a stream that took another path to the same shape: one template, whose
+                # effect is the same (it follows from the bytes and the holes)
+                t.len = 0
+                t.used = 0
+                self._follow(i)
+                return
+        self._record_base(t.base)
+        t.keep = self.memo_event
+        t.model = r.model
+        t.n_choices = r.n_choices
+        for i in range(r.n_choices):
+            t.index[i] = r.choices[i].index if r.choices[i].index >= 0 else r.choices[i].ordinal
+            t.finish[i] = r.choices[i].finish
+        t.next[0] = next[0]
+        t.next[1] = next[1]
+        self._follow(slot)
+
+    cdef Py_ssize_t _from_template(self, const unsigned char* p, Py_ssize_t pos,
+                                   Py_ssize_t n) except -1:
+        """Count the event at p[pos] if it matches a likely template; return where the next
+        event starts (pos if none matched)."""
+        cdef int* links = self._template_links()
+        cdef const Template* t
+        cdef Pos close
+        cdef Py_ssize_t starts[MAX_HOLES]
+        cdef Py_ssize_t ends[MAX_HOLES]
+        cdef Py_ssize_t counts[N_ROLES]
+        cdef Py_ssize_t size
+        cdef Py_ssize_t bound = min(self.max_line_bytes, self.max_event_bytes)  # on the line
+        cdef int k, i, slot
+        for k in range(2):
+            slot = links[k]
+            if slot < 0:
+                continue
+            t = &_templates[slot]
+            # (a choice table that could overflow is left to _choices, which reports it)
+            if t.len == 0 or self.n_finishes + t.n_choices > MAX_CHOICES:
+                continue
+            close = match_template(t, &self.rec, p + pos, p + n, starts, ends, counts)
+            if close == NULL:
+                continue
+            size = close - p - pos
+            if size - t.tail > bound:
+                return pos  # too long: the line's own reading reports the limit
+            # what _handle_event, _interpret and _choices would do with the event
+            self.events += 1
+            if t.model.len >= 0 and self.model.len < 0:
+                self.model = t.model
+            for i in range(t.n_choices):
+                self._finish(t.index[i], &t.finish[i])
+            self.text += counts[H_TEXT]
+            self.reasoning += counts[H_REASONING]
+            self.refusal += counts[H_REFUSAL]
+            self.templated += 1
+            if t.keep and size <= MEMO_MAX_BYTES:
+                self.memo_tool = False
+                self._set_memo(p + pos, size, t.tail, t.n_holes, starts, ends, t.role, t.base)
+            self._follow(slot)
+            return pos + size
+        return pos
 
     cdef int _interpret(self, const unsigned char* etype, Py_ssize_t etype_len) except -1:
         cdef Record* r = &self.rec
