@@ -1751,6 +1751,7 @@ cdef class Scanner:
     cdef bint memo_fresh  # not replayed yet: holes that repeat their value become bytes to compare
     cdef bint memo_tool  # it carries one tool call fragment, without an id
     cdef int64_t memo_tool_choice, memo_tool_index  # which call the fragment continues
+    cdef bint args_captured  # the arguments _read_args read last are in rec.captured
     cdef bint memo_event  # the event just read may be kept
     cdef bint template_event  # the event just read may become a template
     cdef int template_prev  # the template this stream matched or made last; -1: none yet
@@ -2199,7 +2200,12 @@ cdef class Scanner:
                 q += seg
                 width = self.memo_end[h] - self.memo_start[h]
                 # the byte after the hole (a string's closing quote) is compared with the rest
-                if (not self.memo_varies[h] and end - q > width
+                if self.memo_role[h] == H_ARGS:  # read in any case: they go to the JSON check
+                    close = self._read_args(q, end)
+                    if close == NULL:
+                        return pos
+                    width = close - q
+                elif (not self.memo_varies[h] and end - q > width
                         and q[width] == t[self.memo_end[h]]
                         and fastsse_equal(q, t + tpos + seg, width)):
                     same |= 1u << h
@@ -2260,23 +2266,36 @@ cdef class Scanner:
                 return &self.tools[i]
         return NULL
 
-    cdef int _feed_args(self, ToolCall* call, Pos s, Py_ssize_t n) except -1:
-        """A replayed fragment's arguments, the JSON string content s[:n], unescaped as
-        json_whole captures them, then added to the call's JSON check."""
-        cdef Py_ssize_t run = fastsse_plain_run(s, n)
+    cdef Pos _read_args(self, Pos q, Pos end) except? NULL:
+        """The closing quote of the arguments whose string content starts at q, or NULL if
+        fast_string would not accept it.  Content with escapes is left unescaped in
+        rec.captured, as json_whole captures it (args_captured)."""
+        cdef Py_ssize_t run = fastsse_plain_run(q, end - q)
         cdef Cursor c
-        if run == n:
-            json_feed(call.json, s, n)
-            return 0
+        cdef Pos after
+        if q + run >= end:
+            return NULL
+        self.args_captured = q[run] != b'"'
+        if not self.args_captured:
+            return q + run
+        if q[run] != b'\\':
+            return NULL  # a control byte
         self.rec.captured.len = 0
         self.rec.in_tool = False  # capture only: record nothing
-        c.base = s
-        c.end = s + n + 1  # the closing quote
+        c.base = q
+        c.end = end
         c.rec = &self.rec
         c.depth = 0
-        if fast_escaped_string(&c, s, s + run, A_TOOL_ARGS) == NULL:
-            raise AssertionError("a replayed hole is not a valid string")
-        json_feed(call.json, <const unsigned char*>self.rec.captured.p, self.rec.captured.len)
+        after = fast_escaped_string(&c, q, q + run, A_TOOL_ARGS)
+        return after - 1 if after != NULL else NULL
+
+    cdef int _feed_args(self, ToolCall* call, Pos s, Py_ssize_t n) except -1:
+        """A replayed fragment's arguments, the JSON string content s[:n] (as _read_args left
+        it), added to the call's JSON check."""
+        if self.args_captured:
+            json_feed(call.json, <const unsigned char*>self.rec.captured.p, self.rec.captured.len)
+        else:
+            json_feed(call.json, s, n)
         return 0
 
     # ------------------------------------------------------------------ templates
