@@ -1298,7 +1298,7 @@ cdef inline Pos fast_string(Cursor* c, Pos p, int action) except? NULL:
             record_scalar(c.rec, action, K_STRING, &sbuf, -1, run > 0, 0, 0)
     return s + run + 1
 
-cdef Pos skip_string(Record* rec, Pos q, Pos end) except? NULL:
+cdef inline Pos skip_string(Record* rec, Pos q, Pos end) except? NULL:
     """The closing quote of the string whose content starts at q, if the content is what
     fast_string accepts (no control byte, only valid escapes); else NULL.  Nothing is
     captured into rec or recorded."""
