@@ -2684,22 +2684,26 @@ cdef class Scanner:
         return 0
 
     # ------------------------------------------------------------------ the end
-    cdef object _judgement(self, str transport, object residual, tuple finishes):
-        """_judge's answer for this stream.  Most streams end like the one judged before (the
-        same dialect, finish reason and flags): then the answer is that stream's, found by
-        comparing C values instead of hashing a tuple of 17 Python objects."""
+    cdef object _judgement(self, str transport, object residual, int n_finishes):
+        """_judge's answer for this stream, whose first n_finishes finish reasons count.  Most
+        streams end like the one judged before (the same dialect, finish reason and flags):
+        then the answer is that stream's, found by comparing C values instead of hashing a
+        tuple of 17 Python objects."""
         global _judged, _judged_head
         cdef Judged k
         cdef int i
+        cdef tuple finishes
         memset(&k, 0, sizeof(Judged))
         k.dialect = self.dialect
-        k.transport = _TRANSPORT_CODES.index(transport)
+        k.transport = 0
+        while _TRANSPORT_CODES[k.transport] != transport:  # close() checked that it is one
+            k.transport += 1
         k.limit = 0 if self.limit is None else 1 + _LIMIT_CODES.index(self.limit)
         k.flags = ((self.errors > 0) | self.end_marker << 1 | (self.events == 0) << 2
                    | (residual > 0) << 3 | (self.malformed > 0) << 4 | self.sequence_gap << 5
                    | (self.text > 0) << 6 | (self.reasoning > 0) << 7 | (self.refusal > 0) << 8
                    | (self.tool_calls > 0) << 9 | self.tool_malformed << 10)
-        k.n_finishes = len(finishes)
+        k.n_finishes = n_finishes
         k.error_code = self.error_code
         k.blocked = self.blocked
         if k.n_finishes <= MEMO_FINISHES:
@@ -2707,6 +2711,11 @@ cdef class Scanner:
                 k.finishes[i] = self.finishes[i].raw
             if _judged_head is not None and judged_same(&k, &_judged):
                 return _judged_head
+        finishes = PyTuple_New(n_finishes)
+        for i in range(n_finishes):
+            raw = str_bytes(&self.finishes[i].raw)
+            Py_INCREF(raw)
+            PyTuple_SET_ITEM(finishes, i, raw)
         head = (_judge_cached if k.n_finishes <= MEMO_FINISHES else _judge)(
             _DIALECT_NAMES[self.dialect], transport, self.limit, self.errors > 0,
             str_bytes(&self.error_code), self.end_marker, self.events == 0, residual > 0,
@@ -2732,7 +2741,7 @@ cdef class Scanner:
         return _named_model_str
 
     def close(self, str transport="eof"):
-        cdef int i
+        cdef int i, n_finishes
         cdef dict values
         if transport not in _TRANSPORTS:
             check_transport(transport)
@@ -2745,22 +2754,18 @@ cdef class Scanner:
             self.at_start = False
             self._scan(self.head, self.head_len)
         residual = 0
-        finishes = ()
+        n_finishes = 0  # a stream read up to a limit has its finish reasons ignored
         if self.limit is None:
             residual = self.line.len + self.event_bytes + self.bare_bytes
             for i in range(self.n_tools):
                 self._check_args(self.tools[i].json)
             for i in range(self.n_blocks):
                 self._check_args(self.blocks[i].json)
-            finishes = PyTuple_New(self.n_finishes)
-            for i in range(self.n_finishes):
-                raw = str_bytes(&self.finishes[i].raw)
-                Py_INCREF(raw)
-                PyTuple_SET_ITEM(finishes, i, raw)
+            n_finishes = self.n_finishes
         self._free_dialect_state()
         # decide() for the Evidence this scanner holds, without building it: the judgement
         # (the same as the last stream's, or _judge's, cached), then the counters.
-        head = self._judgement(transport, residual, finishes)
+        head = self._judgement(transport, residual, n_finishes)
         values = PyDict_Copy(head)
         values["residual_bytes"] = residual
         values["events"] = self.events
@@ -2771,7 +2776,7 @@ cdef class Scanner:
         values["reasoning_events"] = self.reasoning
         values["refusal_events"] = self.refusal
         values["tool_calls"] = self.tool_calls
-        values["choices"] = len(finishes)
+        values["choices"] = n_finishes
         values["model"] = self._served_model()
         # _verdict._verdict(values), without the call: a Verdict whose __dict__ is values
         verdict = _object_new(Verdict)
