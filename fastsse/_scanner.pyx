@@ -2684,7 +2684,7 @@ cdef class Scanner:
         return 0
 
     # ------------------------------------------------------------------ the end
-    cdef object _judgement(self, str transport, object residual, int n_finishes):
+    cdef object _judgement(self, str transport, Py_ssize_t residual, int n_finishes):
         """_judge's answer for this stream, whose first n_finishes finish reasons count.  Most
         streams end like the one judged before (the same dialect, finish reason and flags):
         then the answer is that stream's, found by comparing C values instead of hashing a
@@ -2742,6 +2742,7 @@ cdef class Scanner:
 
     def close(self, str transport="eof"):
         cdef int i, n_finishes
+        cdef Py_ssize_t residual
         cdef dict values
         if transport not in _TRANSPORTS:
             check_transport(transport)
