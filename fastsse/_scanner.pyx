@@ -177,7 +177,7 @@ cdef inline void str_append(Str* s, const char* p, Py_ssize_t n) noexcept nogil:
 cdef inline bint str_eq(const Str* s, const Str* t) noexcept nogil:
     return s.len == t.len and (s.len <= 0 or memcmp(s.s, t.s, s.len) == 0)
 
-ctypedef struct Judged:  # the arguments of the last _judge call, as C values (see close)
+ctypedef struct Judged:  # the arguments of a _judge call, as C values (see close)
     int dialect, transport, limit, n_finishes
     unsigned flags
     Str finishes[MEMO_FINISHES]
@@ -194,8 +194,13 @@ cdef bint judged_same(const Judged* a, const Judged* b) noexcept:
             return False
     return True
 
-cdef Judged _judged  # the last judgement's key, and its answer
-cdef object _judged_head = None
+# The last JUDGED judgements' keys, and their answers (None: an empty slot): streams of a few
+# kinds (text, tool calls, reasoning; stop or length) take turns.
+cdef enum:
+    JUDGED = 8
+cdef Judged _judged[JUDGED]
+cdef list _judged_heads = [None] * JUDGED
+cdef int _judged_next = 0  # the slot the next new judgement takes
 cdef Str _named_model  # the last model name sanitized, and the name
 cdef object _named_model_str = None
 
@@ -2686,14 +2691,13 @@ cdef class Scanner:
     # ------------------------------------------------------------------ the end
     cdef object _judgement(self, str transport, Py_ssize_t residual, int n_finishes):
         """_judge's answer for this stream, whose first n_finishes finish reasons count.  Most
-        streams end like the one judged before (the same dialect, finish reason and flags):
-        then the answer is that stream's, found by comparing C values instead of hashing a
-        tuple of 17 Python objects."""
-        global _judged, _judged_head
-        cdef Judged k
-        cdef int i
+        streams end like one of the last few judged (the same dialect, finish reason and
+        flags): then the answer is that stream's, found by comparing C values instead of
+        hashing a tuple of 17 Python objects."""
+        global _judged_next
+        cdef Judged k  # every field is set; the finish reasons up to n_finishes
+        cdef int i, slot
         cdef tuple finishes
-        memset(&k, 0, sizeof(Judged))
         k.dialect = self.dialect
         k.transport = 0
         while _TRANSPORT_CODES[k.transport] != transport:  # close() checked that it is one
@@ -2709,8 +2713,9 @@ cdef class Scanner:
         if k.n_finishes <= MEMO_FINISHES:
             for i in range(k.n_finishes):
                 k.finishes[i] = self.finishes[i].raw
-            if _judged_head is not None and judged_same(&k, &_judged):
-                return _judged_head
+            for slot in range(JUDGED):
+                if _judged_heads[slot] is not None and judged_same(&k, &_judged[slot]):
+                    return _judged_heads[slot]
         finishes = PyTuple_New(n_finishes)
         for i in range(n_finishes):
             raw = str_bytes(&self.finishes[i].raw)
@@ -2723,8 +2728,12 @@ cdef class Scanner:
             self.text > 0, self.reasoning > 0, self.refusal > 0, self.tool_calls > 0,
             self.tool_malformed)
         if k.n_finishes <= MEMO_FINISHES:
-            _judged = k
-            _judged_head = head
+            # key and answer together, after the call: another thread sees the old pair or
+            # the new one
+            slot = _judged_next
+            _judged_next = (slot + 1) % JUDGED
+            _judged[slot] = k
+            _judged_heads[slot] = head
         return head
 
     cdef object _served_model(self):
