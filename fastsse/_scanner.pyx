@@ -17,7 +17,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.dict cimport PyDict_Copy
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memchr, memcmp, memcpy, memset
 
 
@@ -1603,11 +1603,15 @@ ctypedef struct Finish:
 # stream's first event tries the two that began streams last.  A wrong guess costs a compare
 # that stops at the first differing byte; an event that matches neither is read, and becomes a
 # template in place of the least recently used one.  The table is process-wide, bounded
-# (TEMPLATES slots), and touched only with the GIL held.
+# (TEMPLATES slots), and touched only with the GIL held.  When templates do not pay (traffic
+# of more shapes than slots, or of shapes that never repeat), only one miss in
+# TEMPLATE_BACKOFF makes one, and one in TEMPLATE_BACKOFF tries them, so that reading events
+# costs about what it would without them.
 
 cdef enum:
-    TEMPLATES = 16
+    TEMPLATES = 64
     TEMPLATE_CHOICES = 4
+    TEMPLATE_BACKOFF = 8
 
 ctypedef struct Template:
     Py_ssize_t len  # of bytes; 0: an empty slot
@@ -1622,25 +1626,41 @@ ctypedef struct Template:
     int64_t index[TEMPLATE_CHOICES]
     Str finish[TEMPLATE_CHOICES]
     int next[2]  # the templates that followed this one last, the latest first; -1: none
-    unsigned long long used  # when last made or matched
+    uint64_t hash  # of its bytes and holes (template_hash)
     char bytes[MEMO_MAX_BYTES]
 
 cdef Template* _templates = <Template*>PyMem_Malloc(TEMPLATES * sizeof(Template))
 if _templates == NULL:
     raise MemoryError()
+# Each slot's hash and when it was last made or matched, side by side (a template is 5 KiB):
+# finding a template's twin or the least used slot reads these, not every template.
+cdef uint64_t _template_hashes[TEMPLATES]
+cdef unsigned long long _template_used[TEMPLATES]
+cdef Template _new_template  # where a template is put together, before it takes a slot
 cdef int _first_templates[2]  # the templates that began streams last
 cdef unsigned long long _template_clock = 0
+cdef unsigned _template_hits = 0, _template_misses = 0  # lately (halved now and then)
+cdef unsigned _template_turn = 0
+
+cdef inline bint templates_skipped() noexcept:
+    """Whether templates did not pay lately, and it is not this turn's to try them anyway."""
+    global _template_turn
+    if _template_misses <= 8 * _template_hits + 4 * TEMPLATES:
+        return False
+    _template_turn += 1
+    return _template_turn % TEMPLATE_BACKOFF != 0
 
 def _forget_templates():
     """Empty the table of templates (tests use it to start from none)."""
-    global _template_clock
+    global _template_clock, _template_hits, _template_misses
     cdef int i
     for i in range(TEMPLATES):
         _templates[i].len = 0
-        _templates[i].used = 0
+        _template_used[i] = 0
+        _template_hashes[i] = 0
         _templates[i].next[0] = _templates[i].next[1] = -1
     _first_templates[0] = _first_templates[1] = -1
-    _template_clock = 0
+    _template_clock = _template_hits = _template_misses = 0
 
 def _template_bytes():
     """The bytes every template keeps (tests check that no payload is among them)."""
@@ -1650,10 +1670,27 @@ def _template_bytes():
 
 _forget_templates()
 
+cdef uint64_t template_hash(const Template* t) noexcept:
+    """A hash of t's bytes and holes: templates with different ones seldom share it."""
+    cdef uint64_t h = <uint64_t>t.len * 0x9E3779B97F4A7C15u ^ <uint64_t>(t.n_holes << 8 | t.tail)
+    cdef uint64_t word
+    cdef Py_ssize_t i = 0
+    cdef int k
+    while i < t.len:
+        word = 0
+        memcpy(&word, t.bytes + i, min(8, t.len - i))
+        h = (h ^ word) * 0x9E3779B97F4A7C15u
+        h ^= h >> 29
+        i += 8
+    for k in range(t.n_holes):
+        h = (h ^ (<uint64_t>t.at[k] << 8 | t.role[k])) * 0x9E3779B97F4A7C15u
+        h ^= h >> 29
+    return h
+
 cdef bint same_template(const Template* a, const Template* b) noexcept:
     """Whether a and b keep the same bytes with the same holes."""
     cdef int h
-    if a.len != b.len or a.n_holes != b.n_holes or a.tail != b.tail:
+    if a.hash != b.hash or a.len != b.len or a.n_holes != b.n_holes or a.tail != b.tail:
         return False
     for h in range(a.n_holes):
         if a.at[h] != b.at[h] or a.role[h] != b.role[h]:
@@ -2331,27 +2368,25 @@ cdef class Scanner:
             links[0] = slot
         self.template_prev = slot
         _template_clock += 1
-        _templates[slot].used = _template_clock
+        _template_used[slot] = _template_clock
 
     cdef void _make_template(self, const unsigned char* event, Py_ssize_t tail, Py_ssize_t size,
                              Py_ssize_t value_off) noexcept:
         """The event just read, event[:size], becomes a template in the least used slot."""
+        global _template_hits, _template_misses
         cdef Record* r = &self.rec
         cdef Template* t
         cdef int slot = 0, i
         cdef int* expected = self._template_links()
         cdef int next[2]
         cdef Py_ssize_t src = 0, cut, at = 0
-        for i in range(1, TEMPLATES):
-            if _templates[i].used < _templates[slot].used:
-                slot = i
-        # It takes the place of the template expected here (one finish reason for another):
-        # what followed that one likely follows it.
-        next[0] = next[1] = -1
-        if expected[0] >= 0:
-            next[0] = _templates[expected[0]].next[0]
-            next[1] = _templates[expected[0]].next[1]
-        t = &_templates[slot]
+        _template_misses += 1
+        if _template_misses >= 4096:
+            _template_misses //= 2
+            _template_hits //= 2
+        if templates_skipped():
+            return
+        t = &_new_template
         for i in range(r.n_holes):
             cut = value_off + r.hole_start[i]
             memcpy(t.bytes + at, event + src, cut - src)
@@ -2363,14 +2398,19 @@ cdef class Scanner:
         t.len = at + size - src
         t.tail = tail
         t.n_holes = r.n_holes
+        t.hash = template_hash(t)
         for i in range(TEMPLATES):
-            if i != slot and same_template(t, &_templates[i]):
+            if _template_hashes[i] == t.hash and same_template(t, &_templates[i]):
                 # a stream that took another path to the same shape: one template, whose
                 # effect is the same (it follows from the bytes and the holes)
-                t.len = 0
-                t.used = 0
                 self._follow(i)
                 return
+        # It takes the place of the template expected here (one finish reason for another):
+        # what followed that one likely follows it.
+        next[0] = next[1] = -1
+        if expected[0] >= 0:
+            next[0] = _templates[expected[0]].next[0]
+            next[1] = _templates[expected[0]].next[1]
         self._record_base(t.base)
         t.keep = self.memo_event
         t.model = r.model
@@ -2380,12 +2420,18 @@ cdef class Scanner:
             t.finish[i] = r.choices[i].finish
         t.next[0] = next[0]
         t.next[1] = next[1]
+        for i in range(1, TEMPLATES):
+            if _template_used[i] < _template_used[slot]:
+                slot = i
+        memcpy(&_templates[slot], t, <size_t>(<char*>t.bytes - <char*>t) + t.len)
+        _template_hashes[slot] = t.hash
         self._follow(slot)
 
     cdef Py_ssize_t _from_template(self, const unsigned char* p, Py_ssize_t pos,
                                    Py_ssize_t n) except -1:
         """Count the event at p[pos] if it matches a likely template; return where the next
         event starts (pos if none matched)."""
+        global _template_hits
         cdef int* links = self._template_links()
         cdef const Template* t
         cdef Pos close
@@ -2395,6 +2441,8 @@ cdef class Scanner:
         cdef Py_ssize_t size
         cdef Py_ssize_t bound = min(self.max_line_bytes, self.max_event_bytes)  # on the line
         cdef int k, i, slot
+        if templates_skipped():
+            return pos
         for k in range(2):
             slot = links[k]
             if slot < 0:
@@ -2419,6 +2467,7 @@ cdef class Scanner:
             self.reasoning += counts[H_REASONING]
             self.refusal += counts[H_REFUSAL]
             self.templated += 1
+            _template_hits += 1
             if t.keep and size <= MEMO_MAX_BYTES:
                 self.memo_tool = False
                 self._set_memo(p + pos, size, t.tail, t.n_holes, starts, ends, t.role, t.base)
