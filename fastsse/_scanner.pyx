@@ -1604,14 +1604,14 @@ ctypedef struct Finish:
 # that stops at the first differing byte; an event that matches neither is read, and becomes a
 # template in place of the least recently used one.  The table is process-wide, bounded
 # (TEMPLATES slots), and touched only with the GIL held.  When templates do not pay (traffic
-# of more shapes than slots, or of shapes that never repeat), only one miss in
-# TEMPLATE_BACKOFF makes one, and one in TEMPLATE_BACKOFF tries them, so that reading events
-# costs about what it would without them.
+# of more shapes than slots, or of shapes that never repeat), only one event in
+# TEMPLATE_BACKOFF tries them or makes one, so that reading events costs about what it would
+# without them, and a hit now and then brings them back.
 
 cdef enum:
     TEMPLATES = 64
     TEMPLATE_CHOICES = 4
-    TEMPLATE_BACKOFF = 8
+    TEMPLATE_BACKOFF = 16
 
 ctypedef struct Template:
     Py_ssize_t len  # of bytes; 0: an empty slot
@@ -1639,20 +1639,26 @@ cdef unsigned long long _template_used[TEMPLATES]
 cdef Template _new_template  # where a template is put together, before it takes a slot
 cdef int _first_templates[2]  # the templates that began streams last
 cdef unsigned long long _template_clock = 0
-cdef unsigned _template_hits = 0, _template_misses = 0  # lately (halved now and then)
+# Whether templates pay lately: a hit saves a read (a few hundred ns), an event that matched
+# none of the templates tried cost the tries (tens of ns): +HIT_SCORE, -1, within +-SCORE_MAX.
+cdef enum:
+    HIT_SCORE = 4
+    SCORE_MAX = 256
+cdef int _template_score = SCORE_MAX
 cdef unsigned _template_turn = 0
+cdef unsigned long long _template_tries = 0  # events that tried templates (for tests)
 
 cdef inline bint templates_skipped() noexcept:
     """Whether templates did not pay lately, and it is not this turn's to try them anyway."""
     global _template_turn
-    if _template_misses <= 8 * _template_hits + 4 * TEMPLATES:
+    if _template_score >= 0:
         return False
     _template_turn += 1
     return _template_turn % TEMPLATE_BACKOFF != 0
 
 def _forget_templates():
     """Empty the table of templates (tests use it to start from none)."""
-    global _template_clock, _template_hits, _template_misses
+    global _template_clock, _template_score
     cdef int i
     for i in range(TEMPLATES):
         _templates[i].len = 0
@@ -1660,7 +1666,15 @@ def _forget_templates():
         _template_hashes[i] = 0
         _templates[i].next[0] = _templates[i].next[1] = -1
     _first_templates[0] = _first_templates[1] = -1
-    _template_clock = _template_hits = _template_misses = 0
+    _template_clock = _template_tries = 0
+    _template_score = SCORE_MAX
+
+def _template_state():
+    """How much templates paid lately, how many events tried them, how many slots hold one
+    (for tests)."""
+    cdef int i
+    return {"score": _template_score, "tries": _template_tries,
+            "slots": sum(1 for i in range(TEMPLATES) if _templates[i].len)}
 
 def _template_bytes():
     """The bytes every template keeps (tests check that no payload is among them)."""
@@ -2373,17 +2387,12 @@ cdef class Scanner:
     cdef void _make_template(self, const unsigned char* event, Py_ssize_t tail, Py_ssize_t size,
                              Py_ssize_t value_off) noexcept:
         """The event just read, event[:size], becomes a template in the least used slot."""
-        global _template_hits, _template_misses
         cdef Record* r = &self.rec
         cdef Template* t
         cdef int slot = 0, i
         cdef int* expected = self._template_links()
         cdef int next[2]
         cdef Py_ssize_t src = 0, cut, at = 0
-        _template_misses += 1
-        if _template_misses >= 4096:
-            _template_misses //= 2
-            _template_hits //= 2
         if templates_skipped():
             return
         t = &_new_template
@@ -2431,7 +2440,7 @@ cdef class Scanner:
                                    Py_ssize_t n) except -1:
         """Count the event at p[pos] if it matches a likely template; return where the next
         event starts (pos if none matched)."""
-        global _template_hits
+        global _template_score, _template_tries
         cdef int* links = self._template_links()
         cdef const Template* t
         cdef Pos close
@@ -2441,8 +2450,10 @@ cdef class Scanner:
         cdef Py_ssize_t size
         cdef Py_ssize_t bound = min(self.max_line_bytes, self.max_event_bytes)  # on the line
         cdef int k, i, slot
+        cdef bint tried = False
         if templates_skipped():
             return pos
+        _template_tries += 1
         for k in range(2):
             slot = links[k]
             if slot < 0:
@@ -2451,6 +2462,7 @@ cdef class Scanner:
             # (a choice table that could overflow is left to _choices, which reports it)
             if t.len == 0 or self.n_finishes + t.n_choices > MAX_CHOICES:
                 continue
+            tried = True
             close = match_template(t, &self.rec, p + pos, p + n, starts, ends, counts)
             if close == NULL:
                 continue
@@ -2467,12 +2479,14 @@ cdef class Scanner:
             self.reasoning += counts[H_REASONING]
             self.refusal += counts[H_REFUSAL]
             self.templated += 1
-            _template_hits += 1
+            _template_score = min(_template_score + HIT_SCORE, SCORE_MAX)
             if t.keep and size <= MEMO_MAX_BYTES:
                 self.memo_tool = False
                 self._set_memo(p + pos, size, t.tail, t.n_holes, starts, ends, t.role, t.base)
             self._follow(slot)
             return pos + size
+        if tried:
+            _template_score = max(_template_score - 1, -SCORE_MAX)
         return pos
 
     cdef int _interpret(self, const unsigned char* etype, Py_ssize_t etype_len) except -1:

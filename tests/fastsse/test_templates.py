@@ -47,10 +47,10 @@ def chunk(delta: bytes, *, finish: bytes = b"null", chunk_id: bytes = b"chatcmpl
 
 
 def usage(prompt: bytes = b"12", completion: bytes = b"7", *, chunk_id: bytes = b"chatcmpl-A1",
-          created: bytes = b"1751551190", padding: bytes = b"q", end: bytes = b"\n\n") -> bytes:
+          created: bytes = b"1751551190", model: bytes = b"gpt-4o", padding: bytes = b"q", end: bytes = b"\n\n") -> bytes:
     return (
         b'data: {"id":"' + chunk_id + b'","object":"chat.completion.chunk","created":' + created
-        + b',"model":"gpt-4o","system_fingerprint":"fp_1","choices":[],"usage":{"prompt_tokens":' + prompt
+        + b',"model":"' + model + b'","system_fingerprint":"fp_1","choices":[],"usage":{"prompt_tokens":' + prompt
         + b',"completion_tokens":' + completion + b',"total_tokens":19,"completion_tokens_details":'
         b'{"reasoning_tokens":0}},"obfuscation":"' + padding + b'"}' + end
     )
@@ -63,7 +63,7 @@ def stream(texts=(b"Hello", b" world"), *, finish: bytes = b'"stop"', chunk_id: 
     events = [chunk(b'"role":"assistant","content":"","refusal":null', **common)] if role else []
     events += [chunk(b'"content":"' + text + b'"', **common) for text in texts]
     events.append(chunk(b"", finish=finish, **common))
-    events.append(usage(chunk_id=chunk_id, created=created, end=end))
+    events.append(usage(chunk_id=chunk_id, created=created, model=values.get("model", b"gpt-4o"), end=end))
     return b"".join(events) + DONE.replace(b"\n\n", end)
 
 
@@ -118,7 +118,7 @@ def test_a_finish_reason_is_never_a_hole(finish, category):
 
 def test_another_model_is_read_and_named():
     verdict, templated = after(stream(), stream(model=b"gpt-4o-mini"))
-    assert verdict.model == "gpt-4o-mini" and templated == 1  # only the usage chunk names no model
+    assert verdict.model == "gpt-4o-mini" and templated == 0  # every chunk names the model
 
 
 def test_another_choice_index_is_read():
@@ -314,3 +314,27 @@ def test_twins_agree_on_streams_judged_one_after_another(streams, rng):
         cut = sorted(rng.sample(range(len(data)), min(len(data), rng.randint(0, 3))))
         pieces = [data[a:b] for a, b in zip([0, *cut], [*cut, len(data)])]
         assert judge(_scanner_c, data, "chat", pieces)[0] == _scanner_py.scan(data, "chat")
+
+
+def test_templates_back_off_when_they_do_not_pay_and_come_back():
+    # Streams of a new model each: no template ever matches, so they stop being tried but
+    # for one event in sixteen; the verdicts stay right all along.
+    def new_models(first: int) -> int:
+        tries = _scanner_c._template_state()["tries"]
+        for i in range(first, first + 200):
+            data = stream([b"x%d" % i], model=b"model-%d" % i, chunk_id=b"id-%d" % i)
+            assert judge(_scanner_c, data)[0] == _scanner_py.scan(data, "chat")
+        return _scanner_c._template_state()["tries"] - tries
+
+    assert new_models(0) > 256  # every event tries, until the score (256) is spent
+    assert _scanner_c._template_state()["score"] < 0
+    assert new_models(200) < 1200 / 16 + 10  # 6 events a stream, one in 16 tries
+    # Then one model again: the templates made now and then start to match, and pay again.
+    templated = []
+    for i in range(300):
+        data = stream([b"y%d" % i], chunk_id=b"id-%d" % i)
+        verdict, scanner = judge(_scanner_c, data)
+        assert verdict == _scanner_py.scan(data, "chat")
+        templated.append(scanner.templated)
+    assert _scanner_c._template_state()["score"] > 0
+    assert templated[0] == 0 and templated[-1] == 4
