@@ -1641,6 +1641,7 @@ cdef int _first_templates[2]  # the templates that began streams last
 cdef unsigned long long _template_clock = 0
 # Whether templates pay lately: a hit saves a read (a few hundred ns), an event that matched
 # none of the templates tried cost the tries (tens of ns): +HIT_SCORE, -1, within +-SCORE_MAX.
+# A hit after a bad spell starts from 0: templates are tried again at once.
 cdef enum:
     HIT_SCORE = 4
     SCORE_MAX = 256
@@ -2479,7 +2480,7 @@ cdef class Scanner:
             self.reasoning += counts[H_REASONING]
             self.refusal += counts[H_REFUSAL]
             self.templated += 1
-            _template_score = min(_template_score + HIT_SCORE, SCORE_MAX)
+            _template_score = min(max(_template_score, 0) + HIT_SCORE, SCORE_MAX)
             if t.keep and size <= MEMO_MAX_BYTES:
                 self.memo_tool = False
                 self._set_memo(p + pos, size, t.tail, t.n_holes, starts, ends, t.role, t.base)
