@@ -6,9 +6,10 @@ framing (bytes -> lines -> events), one strict incremental JSON automaton that w
 ``_dialects.JSON_TREE`` to record the fields that matter, and the dialect interpretation.
 The hot loop touches no Python object: lines are found with memchr, an event's JSON is read
 byte by byte in C, and the tables of ``_dialects`` are copied into C arrays at import.
-Events that repeat the one before but for a few string values are replayed: compared byte for
-byte with the kept one instead of being read (see "Replaying events").  Nothing here decides a
-category: ``close()`` hands what it saw to ``_verdict._judge``, as ``decide`` does.
+Events that repeat the one before but for a few values are replayed: compared byte for byte
+with the kept one instead of being read (see "Replaying events"); chat events that repeat an
+event of an earlier stream are counted from its template (see "templates").  Nothing here
+decides a category: ``close()`` hands what it saw to ``_verdict._judge``, as ``decide`` does.
 """
 
 cimport cython
@@ -43,7 +44,7 @@ _object_new = object.__new__
 cdef enum:
     CAP = 64
     MAX_DEPTH = 512
-    MAX_HOLES = 16  # string values a replayed event may vary (see "Replaying events")
+    MAX_HOLES = 16  # values a replayed event may vary (see "Replaying events")
     MEMO_MAX_BYTES = 4096  # the longest event kept to be replayed
     PREFETCH_AHEAD = 2048  # how far ahead of the reading the chunk is asked into the cache
     MAX_CHOICES = 128
@@ -2144,10 +2145,12 @@ cdef class Scanner:
     # obfuscation padding change.  When an event read by json_whole changed nothing but
     # counters, its bytes are kept with the positions of its "holes": the string values whose
     # bytes mattered only through being empty or not (text, reasoning, refusal), or not at all
-    # (values no rule reads).  A later event that equals it byte for byte outside the holes,
-    # and whose holes are valid JSON strings, would be read into the same record but for those
-    # counters, so it is counted without being read: a few memcmp instead of a parse.  Anything
-    # else, a hole that is not a plain string included, falls back to reading the event.
+    # (values no rule reads), and the numbers no rule reads.  A later event that equals it byte
+    # for byte outside the holes, and whose holes are valid JSON strings (numbers), would be
+    # read into the same record but for those counters, so it is counted without being read: a
+    # few memcmp instead of a parse.  Anything else, a hole that is not a plain string (number)
+    # included, falls back to reading the event.  Templates (see "templates") do the same
+    # across streams.
 
     cdef bint _replayable(self) noexcept:
         """Would the event just interpreted, seen again, change nothing but its counters?"""
