@@ -1706,7 +1706,7 @@ cdef uint64_t template_hash(const Template* t) noexcept:
 cdef bint same_template(const Template* a, const Template* b) noexcept:
     """Whether a and b keep the same bytes with the same holes."""
     cdef int h
-    if a.hash != b.hash or a.len != b.len or a.n_holes != b.n_holes or a.tail != b.tail:
+    if a.len != b.len or a.n_holes != b.n_holes or a.tail != b.tail:
         return False
     for h in range(a.n_holes):
         if a.at[h] != b.at[h] or a.role[h] != b.role[h]:
@@ -2259,12 +2259,12 @@ cdef class Scanner:
                     return pos
                 q += seg
                 width = self.memo_end[h] - self.memo_start[h]
-                # the byte after the hole (a string's closing quote) is compared with the rest
                 if self.memo_role[h] == H_ARGS:  # read in any case: they go to the JSON check
                     close = self._read_args(q, end)
                     if close == NULL:
                         return pos
                     width = close - q
+                # the kept value again? (the byte after it, a string's closing quote, too)
                 elif (not self.memo_varies[h] and end - q > width
                         and q[width] == t[self.memo_end[h]]
                         and fastsse_equal(q, t + tpos + seg, width)):
