@@ -1179,23 +1179,17 @@ cdef inline void note_hole(Cursor* c, Pos s, Pos q, int action) noexcept:
         return
     else:
         role = H_FREE
-    if r.n_holes >= MAX_HOLES:
-        r.opaque = True
-        return
-    r.hole_start[r.n_holes] = s - c.base
-    r.hole_end[r.n_holes] = q - c.base
-    r.hole_role[r.n_holes] = role
-    r.n_holes += 1
+    add_hole(c, s, q, role)
 
-cdef inline void note_number(Cursor* c, Pos s, Pos q) noexcept:
-    """The number s[:q - s] was read for no action: any other number would record the same."""
+cdef inline void add_hole(Cursor* c, Pos s, Pos q, int role) noexcept:
+    """The value s[:q - s] is a hole of this role (a value past MAX_HOLES is not: see opaque)."""
     cdef Record* r = c.rec
     if r.n_holes >= MAX_HOLES:
         r.opaque = True
         return
     r.hole_start[r.n_holes] = s - c.base
     r.hole_end[r.n_holes] = q - c.base
-    r.hole_role[r.n_holes] = H_NUMBER
+    r.hole_role[r.n_holes] = role
     r.n_holes += 1
 
 cdef inline Pos skip_ws(Pos p, Pos end) noexcept:
@@ -1304,10 +1298,11 @@ cdef inline Pos fast_string(Cursor* c, Pos p, int action) except? NULL:
             record_scalar(c.rec, action, K_STRING, &sbuf, -1, run > 0, 0, 0)
     return s + run + 1
 
-cdef inline Pos skip_string(Record* rec, Pos q, Pos end) except? NULL:
+cdef inline Pos skip_string(Record* rec, Pos q, Pos end, int action) except? NULL:
     """The closing quote of the string whose content starts at q, if the content is what
-    fast_string accepts (no control byte, only valid escapes); else NULL.  Nothing is
-    captured into rec or recorded."""
+    fast_string accepts (no control byte, only valid escapes); else NULL.  Content with escapes
+    is captured into rec unescaped as action's capture (0: not at all), and recorded as
+    fast_escaped_string does; plain content is left where it is."""
     cdef Py_ssize_t run = fastsse_plain_run(q, end - q)
     cdef Cursor c
     cdef Pos after
@@ -1321,61 +1316,13 @@ cdef inline Pos skip_string(Record* rec, Pos q, Pos end) except? NULL:
     c.end = end
     c.rec = rec
     c.depth = 0
-    after = fast_escaped_string(&c, q, q + run, 0)
+    after = fast_escaped_string(&c, q, q + run, action)
     return after - 1 if after != NULL else NULL
 
 cdef inline bint is_digit(unsigned char ch) noexcept:
     return <unsigned char>(ch - 48) < 10  # one unsigned comparison
 
-cdef inline Pos fast_number(Cursor* c, Pos q, int action) noexcept:
-    """A number at q, by the automaton's grammar; its value if a plain integer below 2**53.
-
-    What follows it is checked by the container (c.end[0] is never a digit's concern: every
-    loop stops at the end)."""
-    cdef Pos end = c.end
-    cdef Pos start = q
-    cdef bint plain = True
-    cdef int64_t value = 0
-    cdef Str absent
-    if q[0] == b'-':
-        plain = False
-        q += 1
-        if q >= end:
-            return NULL
-    if q[0] == b'0':
-        q += 1
-    elif is_digit(q[0]):
-        while q < end and is_digit(q[0]):
-            if value < MAX_INT:
-                value = value * 10 + q[0] - 48
-            q += 1
-    else:
-        return NULL
-    if q < end and q[0] == b'.':
-        plain = False
-        q += 1
-        if q >= end or not is_digit(q[0]):
-            return NULL
-        while q < end and is_digit(q[0]):
-            q += 1
-    if q < end and (q[0] == b'e' or q[0] == b'E'):
-        plain = False
-        q += 1
-        if q < end and (q[0] == b'+' or q[0] == b'-'):
-            q += 1
-        if q >= end or not is_digit(q[0]):
-            return NULL
-        while q < end and is_digit(q[0]):
-            q += 1
-    if action:
-        absent.len = -1
-        record_scalar(c.rec, action, K_NUMBER, &absent, value if plain and value < MAX_INT else -1,
-                      False, 0, 0)
-    else:
-        note_number(c, start, q)
-    return q
-
-cdef Pos skip_number(Pos q, Pos end) noexcept:
+cdef inline Pos skip_number(Pos q, Pos end) noexcept:
     """The end of the number at q, by fast_number's grammar, if it is one; else NULL."""
     if q < end and q[0] == b'-':
         q += 1
@@ -1402,6 +1349,29 @@ cdef Pos skip_number(Pos q, Pos end) noexcept:
             return NULL
         while q < end and is_digit(q[0]):
             q += 1
+    return q
+
+cdef inline Pos fast_number(Cursor* c, Pos q, int action) noexcept:
+    """A number at q, by skip_number's grammar; its value if a plain integer below 2**53.
+
+    What follows it is checked by the container (c.end[0] is never a digit's concern: every
+    loop stops at the end)."""
+    cdef Pos start = q
+    cdef int64_t value = 0
+    cdef Str absent
+    q = skip_number(q, c.end)
+    if q == NULL:
+        return NULL
+    if not action:
+        add_hole(c, start, q, H_NUMBER)  # any other number would record the same
+        return q
+    while start < q and is_digit(start[0]):  # a plain integer is digits only
+        if value < MAX_INT:
+            value = value * 10 + start[0] - 48
+        start += 1
+    absent.len = -1
+    record_scalar(c.rec, action, K_NUMBER, &absent, value if start == q and value < MAX_INT else -1,
+                  False, 0, 0)
     return q
 
 cdef inline Pos fast_literal(Cursor* c, Pos p, int action, const char* word, int n,
@@ -1627,14 +1597,14 @@ ctypedef struct Template:
     int64_t index[TEMPLATE_CHOICES]
     Str finish[TEMPLATE_CHOICES]
     int next[2]  # the templates that followed this one last, the latest first; -1: none
-    uint64_t hash  # of its bytes and holes (template_hash)
     char bytes[MEMO_MAX_BYTES]
 
 cdef Template* _templates = <Template*>PyMem_Malloc(TEMPLATES * sizeof(Template))
 if _templates == NULL:
     raise MemoryError()
-# Each slot's hash and when it was last made or matched, side by side (a template is 5 KiB):
-# finding a template's twin or the least used slot reads these, not every template.
+# Each slot's hash (template_hash) and when it was last made or matched, side by side (a
+# template is 5 KiB): finding a template's twin or the least used slot reads these, not every
+# template.
 cdef uint64_t _template_hashes[TEMPLATES]
 cdef unsigned long long _template_used[TEMPLATES]
 cdef Template _new_template  # where a template is put together, before it takes a slot
@@ -1731,7 +1701,7 @@ cdef Pos match_template(const Template* t, Record* rec, Pos event, Pos end, Py_s
         if t.role[h] == H_NUMBER:
             close = skip_number(q, end)
         else:
-            close = skip_string(rec, q, end)
+            close = skip_string(rec, q, end, 0)
         if close == NULL:
             return NULL
         starts[h] = q - event
@@ -1989,11 +1959,11 @@ cdef class Scanner:
         return 0
 
     cdef int _dispatch_data(self, const unsigned char* data, Py_ssize_t n) except -1:
-        """An event made of the lines buffered so far (no data line among them) plus one data
-        line whose value is data[:n], then a blank line; data[n] must be readable."""
+        """The event whose data is data[:n] (data[n] must be readable), of the type an "event:"
+        line buffered so far gives it, "message" without one."""
         cdef const unsigned char* etype
         cdef Py_ssize_t etype_len
-        if self.event_type.len:
+        if self.event_type.len:  # an empty "event:" means "message" too
             etype = <const unsigned char*>self.event_type.p
             etype_len = self.event_type.len
         else:
@@ -2088,21 +2058,12 @@ cdef class Scanner:
         self.malformed += 1
 
     cdef int _dispatch(self) except -1:
-        cdef const unsigned char* etype
-        cdef Py_ssize_t etype_len
         if self.bare_active:
             self._abandon_bare()
         if self.data_lines:
-            if self.event_type.len:  # an empty "event:" means "message" too
-                etype = <const unsigned char*>self.event_type.p
-                etype_len = self.event_type.len
-            else:
-                etype = <const unsigned char*>"message"
-                etype_len = 7
             self.data_lines = 0
             # the data without its last "\n", which stays readable past the end (json_whole)
-            self._handle_event(etype, etype_len, <const unsigned char*>self.data.p,
-                               self.data.len - 1)
+            self._dispatch_data(<const unsigned char*>self.data.p, self.data.len - 1)
             self.data.len = 0
         self.event_type.len = 0
         self.event_bytes = 0
@@ -2274,7 +2235,7 @@ cdef class Scanner:
                     if self.memo_role[h] == H_NUMBER:
                         close = skip_number(q, end)
                     else:
-                        close = skip_string(&self.rec, q, end)
+                        close = skip_string(&self.rec, q, end, 0)
                     if close == NULL:
                         return pos
                     width = close - q
@@ -2291,16 +2252,20 @@ cdef class Scanner:
             q += seg
             if q - p - pos - self.memo_tail > bound:
                 return pos  # too long: the line's own reading reports the limit
-            self.events += 1
-            self.text += counts[H_TEXT]
-            self.reasoning += counts[H_REASONING]
-            self.refusal += counts[H_REFUSAL]
+            self._count(counts)
             if args_width:
                 self._feed_args(call, args, args_width)
             self.replayed += 1
             pos = q - p
             if self.memo_fresh:
                 self._settle(same)
+
+    cdef inline void _count(self, const Py_ssize_t* counts) noexcept:
+        """One more event, which counted counts[role] text, reasoning and refusal values."""
+        self.events += 1
+        self.text += counts[H_TEXT]
+        self.reasoning += counts[H_REASONING]
+        self.refusal += counts[H_REFUSAL]
 
     cdef void _settle(self, unsigned same) noexcept:
         """After the first replay: a free hole that held the kept value again (the chunk id,
@@ -2330,24 +2295,12 @@ cdef class Scanner:
         """The closing quote of the arguments whose string content starts at q, or NULL if
         fast_string would not accept it.  Content with escapes is left unescaped in
         rec.captured, as json_whole captures it (args_captured)."""
-        cdef Py_ssize_t run = fastsse_plain_run(q, end - q)
-        cdef Cursor c
-        cdef Pos after
-        if q + run >= end:
-            return NULL
-        self.args_captured = q[run] != b'"'
-        if not self.args_captured:
-            return q + run
-        if q[run] != b'\\':
-            return NULL  # a control byte
+        cdef Pos close
         self.rec.captured.len = 0
         self.rec.in_tool = False  # capture only: record nothing
-        c.base = q
-        c.end = end
-        c.rec = &self.rec
-        c.depth = 0
-        after = fast_escaped_string(&c, q, q + run, A_TOOL_ARGS)
-        return after - 1 if after != NULL else NULL
+        close = skip_string(&self.rec, q, end, A_TOOL_ARGS)
+        self.args_captured = self.rec.captured.len > 0  # an escape always stands for a byte
+        return close
 
     cdef int _feed_args(self, ToolCall* call, Pos s, Py_ssize_t n) except -1:
         """A replayed fragment's arguments, the JSON string content s[:n] (as _read_args left
@@ -2396,6 +2349,7 @@ cdef class Scanner:
         cdef int slot = 0, i
         cdef int* expected = self._template_links()
         cdef int next[2]
+        cdef uint64_t hash
         cdef Py_ssize_t src = 0, cut, at = 0
         if templates_skipped():
             return
@@ -2411,9 +2365,9 @@ cdef class Scanner:
         t.len = at + size - src
         t.tail = tail
         t.n_holes = r.n_holes
-        t.hash = template_hash(t)
+        hash = template_hash(t)
         for i in range(TEMPLATES):
-            if _template_hashes[i] == t.hash and same_template(t, &_templates[i]):
+            if _template_hashes[i] == hash and same_template(t, &_templates[i]):
                 # a stream that took another path to the same shape: one template, whose
                 # effect is the same (it follows from the bytes and the holes)
                 self._follow(i)
@@ -2437,7 +2391,7 @@ cdef class Scanner:
             if _template_used[i] < _template_used[slot]:
                 slot = i
         memcpy(&_templates[slot], t, <size_t>(<char*>t.bytes - <char*>t) + t.len)
-        _template_hashes[slot] = t.hash
+        _template_hashes[slot] = hash
         self._follow(slot)
 
     cdef Py_ssize_t _from_template(self, const unsigned char* p, Py_ssize_t pos,
@@ -2474,14 +2428,11 @@ cdef class Scanner:
             if size - t.tail > bound:
                 return pos  # too long: the line's own reading reports the limit
             # what _handle_event, _interpret and _choices would do with the event
-            self.events += 1
             if t.model.len >= 0 and self.model.len < 0:
                 self.model = t.model
             for i in range(t.n_choices):
                 self._finish(t.index[i], &t.finish[i])
-            self.text += counts[H_TEXT]
-            self.reasoning += counts[H_REASONING]
-            self.refusal += counts[H_REFUSAL]
+            self._count(counts)
             self.templated += 1
             _template_score = min(max(_template_score, 0) + HIT_SCORE, SCORE_MAX)
             if t.keep and size <= MEMO_MAX_BYTES:

@@ -266,7 +266,7 @@ def _judge(
     refusal: bool,
     tool_calls: bool,
     tool_malformed: bool,
-) -> tuple:
+) -> dict:
     """Apply the checks in CATEGORIES order; the first that holds is the category.
 
     Sees only what the verdict's fields other than its counters and model depend on
