@@ -11,6 +11,7 @@ which one runs.
 from __future__ import annotations
 
 import os
+from importlib import metadata
 
 from ._limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, PROTOCOL_CHOICES
 from ._verdict import CATEGORIES, RETRYABLE, TRANSPORTS, Verdict
@@ -31,6 +32,12 @@ else:
 
 PROTOCOLS = PROTOCOL_CHOICES
 
+try:
+    # The one source of the version: the installed package's metadata (pyproject.toml).
+    __version__ = metadata.version("fastsse")
+except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+    __version__ = "0+unknown"
+
 __all__ = [
     "CATEGORIES",
     "DEFAULT_MAX_EVENT_BYTES",
@@ -40,6 +47,7 @@ __all__ = [
     "RETRYABLE",
     "TRANSPORTS",
     "Scanner",
+    "__version__",
     "Verdict",
     "scan",
 ]

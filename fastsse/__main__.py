@@ -10,7 +10,15 @@ import argparse
 import json
 import sys
 
-from . import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, IMPLEMENTATION, PROTOCOLS, TRANSPORTS, Scanner
+from . import (
+    DEFAULT_MAX_EVENT_BYTES,
+    DEFAULT_MAX_LINE_BYTES,
+    IMPLEMENTATION,
+    PROTOCOLS,
+    TRANSPORTS,
+    Scanner,
+    __version__,
+)
 
 READ_BYTES = 64 * 1024
 EXIT_INCOMPLETE = 1  # --fail-on-incomplete and some verdict is not complete
@@ -32,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="fastsse",
         description="Judge captured LLM streams (Server-Sent Events): complete, or how they failed.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s ({IMPLEMENTATION} scanner)")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__} ({IMPLEMENTATION} scanner)")
     commands = parser.add_subparsers(dest="command", required=True)
     scan = commands.add_parser(
         "scan",

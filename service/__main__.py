@@ -1,4 +1,4 @@
-"""python -m service serve | migrate | prune"""
+"""fastsse-service (or python -m service) serve | migrate | prune"""
 
 from __future__ import annotations
 
@@ -10,13 +10,21 @@ import sys
 import tempfile
 from datetime import timedelta
 
+import fastsse
+
 from .auth import ConfigError, parse_tokens
 from .config import get_settings
 from .db import make_engine, migrate, utcnow
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m service", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="fastsse-service",
+        description="The fastsse ingestion service: gateways post captured streams, it stores "
+                    "their verdicts.  Settings come from the environment (see the README).")
+    parser.add_argument("--version", action="version",
+                        version=f"%(prog)s {fastsse.__version__} "
+                                f"({fastsse.IMPLEMENTATION} scanner)")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="apply migrations, then run the HTTP service")
     serve.add_argument("--host", default="127.0.0.1")

@@ -7,6 +7,8 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+import fastsse
+
 from . import metrics
 from .api.routes import health, rates, streams, verdicts
 from .auth import Credentials, parse_tokens
@@ -41,6 +43,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.engine = engine
         app.state.sessionmaker = make_sessionmaker(engine)
         app.state.writer = writer
+        metrics.start_process(settings.metrics_tool_names(), settings.write_queue_size)
         if not ingest:
             log.warning("INGEST_TOKENS is empty: every POST /v1/streams will get 401")
         writer.start()
@@ -51,7 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             engine.dispose()
             metrics.forget_this_process()
 
-    app = FastAPI(title="fastsse ingestion service", description=DESCRIPTION, version="0.1.0",
+    app = FastAPI(title="fastsse ingestion service", description=DESCRIPTION, version=fastsse.__version__,
                   lifespan=lifespan)
     app.state.settings = settings
     app.state.ingest_credentials = ingest

@@ -127,7 +127,7 @@ def _webhook_key(secret: bytes) -> bytes:
 
 
 def sign_webhook(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
-    """The webhook-signature header value a gateway sends (used by tests and the load tests)."""
+    """The webhook-signature header value a gateway sends (the tests sign their posts with it)."""
     key = _webhook_key(secret.encode())
     digest = hmac.new(key, f"{msg_id}.{timestamp}.".encode() + body, hashlib.sha256).digest()
     return "v1," + base64.b64encode(digest).decode()

@@ -10,6 +10,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 import fastsse
 
+from .judging import UNKNOWN_TOOL
+
 # Client tools the metrics label by name; every other tool is counted as "other", so a flood of
 # made-up tool names cannot multiply the series a Prometheus server has to keep.
 DEFAULT_METRICS_TOOLS = (
@@ -58,7 +60,9 @@ class Settings(BaseSettings):
         return value
 
     def metrics_tool_names(self) -> frozenset[str]:
-        return frozenset(name.strip() for name in self.metrics_tools.split(",") if name.strip())
+        """The tools metrics label by name; a post without a tool is labelled "unknown"."""
+        names = {name.strip() for name in self.metrics_tools.split(",") if name.strip()}
+        return frozenset(names | {UNKNOWN_TOOL})
 
 
 @lru_cache

@@ -10,7 +10,13 @@ from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
-MIGRATIONS = Path(__file__).resolve().parents[1] / "migrations"
+
+def migrations_dir() -> Path:
+    """Where the Alembic migrations are: inside the package when installed from a wheel (the
+    build maps migrations/ to service/migrations), beside it in a checkout."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "migrations"
+    return packaged if packaged.is_dir() else here.parent / "migrations"
 
 
 def is_sqlite(url: str) -> bool:
@@ -52,7 +58,7 @@ def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
 
 def alembic_config(url: str) -> Config:
     config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("script_location", str(migrations_dir()))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return config
 

@@ -1,6 +1,11 @@
 """All Prometheus metrics of the service, in base units, with bounded labels only.
 
-With more than one worker process, ``python -m service serve`` sets PROMETHEUS_MULTIPROC_DIR
+Every name starts with ``fastsse_`` and ends in its unit (``_seconds``, ``_bytes``) or, for a
+counter, ``_total``.  The series that alert rules divide by (streams and silent streams per
+tool and protocol, ingest answers per status) exist from the start at 0, so a rate over them
+is 0 rather than absent.
+
+With more than one worker process, ``fastsse-service serve`` sets PROMETHEUS_MULTIPROC_DIR
 before any worker starts, and ``render()`` merges every worker's numbers.
 """
 
@@ -19,55 +24,112 @@ from prometheus_client import (
     multiprocess,
 )
 
+import fastsse
+
 disable_created_metrics()  # the *_created series only double what a scrape has to carry
 
+# The tool label of a tool outside METRICS_TOOLS, so that made-up tool names cannot multiply
+# the series a Prometheus server keeps.
+OTHER_TOOL = "other"
+# The protocol of a verdict is one of fastsse's dialects, or "unknown" when no event named one.
+PROTOCOL_LABELS = fastsse.PROTOCOLS[1:] + ("unknown",)
+# Answers of POST /v1/streams that exist from the start (others appear when first sent).
+INGEST_STATUSES = ("200", "201", "401", "409", "413", "422", "499", "503")
+
+BUILD_INFO = Gauge(
+    "fastsse_build_info",
+    "Always 1; the labels say which fastsse runs and which scanner twin.",
+    ["version", "implementation"],
+    multiprocess_mode="livemax",
+)
+STREAMS = Counter(
+    "fastsse_streams_total",
+    "Verdicts stored, by client tool (allow-listed, else 'other') and protocol.",
+    ["tool", "protocol"],
+)
+SILENT_STREAMS = Counter(
+    "fastsse_silent_streams_total",
+    "Stored verdicts that failed while the transport looked clean (silent=true).",
+    ["tool", "protocol"],
+)
 STREAM_VERDICTS = Counter(
-    "stream_verdicts_total",
-    "Verdicts stored, by client tool (allow-listed), protocol, category and silent.",
+    "fastsse_stream_verdicts_total",
+    "Verdicts stored, by tool, protocol, category and whether the failure was silent.",
     ["tool", "protocol", "category", "silent"],
 )
 MODEL_FALLBACKS = Counter(
-    "stream_model_fallbacks_total",
+    "fastsse_stream_model_fallbacks_total",
     "Stored streams served by another model than the one requested.",
     ["tool", "protocol"],
 )
 STREAM_BYTES = Histogram(
-    "stream_bytes",
-    "Size of the posted streams.",
+    "fastsse_stream_size_bytes",
+    "Size of the posted streams, stored or not.",
     buckets=tuple(float(4**k * 1024) for k in range(10)),  # 1 KiB .. 256 MiB
 )
 SCAN_SECONDS = Histogram(
-    "stream_scan_seconds",
+    "fastsse_stream_scan_duration_seconds",
     "Time fastsse spent judging one stream (CPU, excluding the upload).",
     buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
 )
 INGEST_REQUESTS = Counter(
-    "ingest_requests_total",
-    "POST /v1/streams answers, by HTTP status (client_disconnected when the upload broke off).",
+    "fastsse_ingest_requests_total",
+    "POST /v1/streams answers, by HTTP status (499 when the upload broke off: nobody heard it).",
     ["status"],
 )
 DB_WRITE_SECONDS = Histogram(
-    "db_write_seconds",
+    "fastsse_db_write_duration_seconds",
     "Time one group-commit transaction took, commit included.",
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0),
 )
 DB_WRITE_BATCH = Histogram(
-    "db_write_batch_verdicts",
+    "fastsse_db_write_batch_verdicts",
     "Verdicts written per group-commit transaction.",
     buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
 )
 DB_WRITE_ERRORS = Counter(
-    "db_write_errors_total", "Group-commit transactions that failed (the requests got 503)."
+    "fastsse_db_write_errors_total",
+    "Group-commit transactions that failed (their requests got 503).",
 )
 DB_WRITE_QUEUE_DEPTH = Gauge(
-    "db_write_queue_depth",
+    "fastsse_db_write_queue_depth",
     "Verdicts waiting for the writer.",
+    multiprocess_mode="livesum",
+)
+DB_WRITE_QUEUE_CAPACITY = Gauge(
+    "fastsse_db_write_queue_capacity",
+    "How many verdicts may wait for the writer (WRITE_QUEUE_SIZE, summed over workers).",
     multiprocess_mode="livesum",
 )
 
 
 def tool_label(tool: str, allowed: frozenset[str]) -> str:
-    return tool if tool in allowed else "other"
+    return tool if tool in allowed else OTHER_TOOL
+
+
+def start_process(allowed_tools: frozenset[str], queue_size: int) -> None:
+    """Create the series alert rules divide by, at 0, and say which build runs."""
+    BUILD_INFO.labels(fastsse.__version__, fastsse.IMPLEMENTATION).set(1)
+    DB_WRITE_QUEUE_CAPACITY.set(queue_size)
+    for tool in sorted(allowed_tools | {OTHER_TOOL}):
+        for protocol in PROTOCOL_LABELS:
+            STREAMS.labels(tool, protocol)
+            SILENT_STREAMS.labels(tool, protocol)
+            MODEL_FALLBACKS.labels(tool, protocol)
+    for status in INGEST_STATUSES:
+        INGEST_REQUESTS.labels(status)
+
+
+def count_stored(tool: str, row: dict) -> None:
+    """Count one committed verdict (the writer calls this after COMMIT, so counts equal rows)."""
+    protocol = row["protocol"]
+    silent = row["silent"]
+    STREAMS.labels(tool, protocol).inc()
+    if silent:
+        SILENT_STREAMS.labels(tool, protocol).inc()
+    STREAM_VERDICTS.labels(tool, protocol, row["category"], "true" if silent else "false").inc()
+    if row["model_fallback"]:
+        MODEL_FALLBACKS.labels(tool, protocol).inc()
 
 
 def forget_this_process() -> None:

@@ -90,7 +90,7 @@ class StoredVerdict(Base):
 class VerdictRollup(Base):
     """Counts per minute, kept up to date in the same transaction as the verdict rows.
 
-    Rates and the dashboard read these: O(buckets) whatever the number of verdict rows, and they
+    Rates read these: O(buckets) whatever the number of verdict rows, and they
     outlive the rows that retention deletes.
     """
 

@@ -154,11 +154,7 @@ class VerdictWriter:
         metrics.DB_WRITE_BATCH.observe(len(batch))
         for pending, result in zip(batch, results):
             if result.outcome == CREATED:
-                row = result.row
-                metrics.STREAM_VERDICTS.labels(pending.tool_label, row["protocol"],
-                                               row["category"], str(row["silent"]).lower()).inc()
-                if row["model_fallback"]:
-                    metrics.MODEL_FALLBACKS.labels(pending.tool_label, row["protocol"]).inc()
+                metrics.count_stored(pending.tool_label, result.row)
             _settle(pending.done, result=result)
 
     def _write_batch(self, rows: list[dict]) -> list[WriteResult]:

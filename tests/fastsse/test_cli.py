@@ -65,3 +65,15 @@ def test_bad_arguments_fail_with_a_reason(args):
     result = run(*args)
     assert result.returncode == 2
     assert b"error:" in result.stderr
+
+
+def test_version_comes_from_the_package_metadata():
+    from importlib import metadata
+
+    import fastsse
+
+    result = run("--version")
+    assert result.returncode == 0
+    assert result.stdout.decode().strip() == (
+        f"fastsse {metadata.version('fastsse')} ({fastsse.IMPLEMENTATION} scanner)")
+    assert fastsse.__version__ == metadata.version("fastsse")

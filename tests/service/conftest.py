@@ -8,6 +8,7 @@ FASTSSE_REQUIRE_POSTGRES=1 (set by .ci/run), where they fail.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -34,6 +35,18 @@ TOKENS = {
 }
 INGEST = {"Authorization": f"Bearer {INGEST_SECRET}"}
 READ = {"Authorization": f"Bearer {READ_SECRET}"}
+
+
+def metric_total(text: str, name: str, **labels: str) -> float:
+    """The sum of a metric's samples in a /metrics text whose labels include ``labels``."""
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith((name + "{", name + " ")):
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}")[0])) if "{" in line else {}
+        if all(found.get(k) == v for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
 
 
 def postgres_admin():
@@ -152,9 +165,14 @@ def client(server):
 
 
 class ServiceProcess:
-    """``python -m service serve`` as a real process, its output kept in a file."""
+    """``python -m service serve`` as a real process, its output kept in a file.
 
-    def __init__(self, tmp_path: Path, env: dict, *, workers: int = 1) -> None:
+    ``command`` replaces ``python -m service`` (an installed ``fastsse-service``, say), and
+    ``cwd`` the checkout it runs in.
+    """
+
+    def __init__(self, tmp_path: Path, env: dict, *, workers: int = 1,
+                 command: list[str] | None = None, cwd: Path = REPO) -> None:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
@@ -163,10 +181,10 @@ class ServiceProcess:
         self._log = open(self.log_path, "wb")
         full_env = {**os.environ, **TOKENS, "RETENTION_DAYS": "0", **env}
         full_env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        command = command or [sys.executable, "-m", "service"]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--port", str(self.port),
-             "--workers", str(workers)],
-            cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
+            [*command, "serve", "--port", str(self.port), "--workers", str(workers)],
+            cwd=cwd, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 60
         while True:
@@ -201,8 +219,8 @@ class ServiceProcess:
 def service_process(tmp_path):
     started = []
 
-    def start(env: dict, *, workers: int = 1) -> ServiceProcess:
-        process = ServiceProcess(tmp_path, env, workers=workers)
+    def start(env: dict, **options) -> ServiceProcess:
+        process = ServiceProcess(tmp_path, env, **options)
         started.append(process)
         return process
 

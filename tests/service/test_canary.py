@@ -83,7 +83,7 @@ def test_canary_never_leaves_the_request_body(service_process, database_url):
 
     dump = database_dump(database_url)
     assert "canary-3" in dump  # the dump really holds the rows
-    assert "stream_verdicts_total" in metrics
+    assert "fastsse_stream_verdicts_total" in metrics
     for where, text in [("database", dump), ("logs", service.log()), ("metrics", metrics),
                         *(("response", a) for a in answers)]:
         assert CANARY not in text, f"the canary reached the {where}"

@@ -139,7 +139,7 @@ def test_verdicts_that_wait_together_share_one_transaction(sqlite_url):
     writer = VerdictWriter(engine, queue_size=100, batch_size=50, metrics_tools=frozenset())
     rows = [complete_row(f"g{i}") for i in range(7)]
     def batches():
-        return tuple(REGISTRY.get_sample_value(f"db_write_batch_verdicts_{part}") or 0
+        return tuple(REGISTRY.get_sample_value(f"fastsse_db_write_batch_verdicts_{part}") or 0
                      for part in ("sum", "count"))
 
     before = batches()

@@ -3,25 +3,13 @@
 from __future__ import annotations
 
 import concurrent.futures
-import re
 
 import httpx
 
-from .conftest import INGEST
+from .conftest import INGEST, metric_total
 from .streams import chat_stream
 
 POSTS = 80
-
-
-def metric_total(text: str, name: str, **labels: str) -> float:
-    total = 0.0
-    for line in text.splitlines():
-        if not line.startswith((name + "{", name + " ")):
-            continue
-        found = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}")[0])) if "{" in line else {}
-        if all(found.get(k) == v for k, v in labels.items()):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
 
 
 def test_metrics_count_every_post_across_two_workers(service_process, database_url):
@@ -40,12 +28,14 @@ def test_metrics_count_every_post_across_two_workers(service_process, database_u
         send(0)  # a duplicate: answered 200, not counted as a verdict
         scrapes = [http.get("/metrics").text for _ in range(6)]
     for text in scrapes:
-        assert metric_total(text, "stream_verdicts_total") == POSTS
-        assert metric_total(text, "stream_verdicts_total", category="complete") == POSTS / 2
-        assert metric_total(text, "stream_verdicts_total", silent="true") == POSTS / 2
-        assert metric_total(text, "ingest_requests_total", status="201") == POSTS
-        assert metric_total(text, "ingest_requests_total", status="200") == 1
-        assert metric_total(text, "stream_bytes_count") == POSTS + 1
+        assert metric_total(text, "fastsse_stream_verdicts_total") == POSTS
+        assert metric_total(text, "fastsse_stream_verdicts_total", category="complete") == POSTS / 2
+        assert metric_total(text, "fastsse_stream_verdicts_total", silent="true") == POSTS / 2
+        assert metric_total(text, "fastsse_streams_total", tool="codex") == POSTS
+        assert metric_total(text, "fastsse_silent_streams_total", tool="codex") == POSTS / 2
+        assert metric_total(text, "fastsse_ingest_requests_total", status="201") == POSTS
+        assert metric_total(text, "fastsse_ingest_requests_total", status="200") == 1
+        assert metric_total(text, "fastsse_stream_size_bytes_count") == POSTS + 1
     assert service.log().count("Started server process") == 2
 
 
@@ -57,8 +47,8 @@ def test_unknown_tools_share_one_label(client):
                       content=chat_stream(), headers=INGEST)
         after = http.get("/metrics").text
     assert "made-up" not in after
-    grown = (metric_total(after, "stream_verdicts_total", tool="other")
-             - metric_total(before, "stream_verdicts_total", tool="other"))
+    grown = (metric_total(after, "fastsse_stream_verdicts_total", tool="other")
+             - metric_total(before, "fastsse_stream_verdicts_total", tool="other"))
     assert grown == 5
 
 
@@ -75,4 +65,4 @@ def test_duplicates_racing_through_two_workers_store_one_row(service_process, da
         statuses = sorted(pool.map(send, range(36)))
     assert statuses == [200] * 35 + [201]
     with httpx.Client(base_url=service.url) as http:
-        assert metric_total(http.get("/metrics").text, "stream_verdicts_total") == 1
+        assert metric_total(http.get("/metrics").text, "fastsse_stream_verdicts_total") == 1
