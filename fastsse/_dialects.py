@@ -55,6 +55,8 @@ A_BLOCK_TYPE = 34  # Anthropic content_block.type
 A_ITEM_TYPE = 35  # Responses item.type
 A_ARGS = 36  # Responses complete "arguments" string of function_call_arguments.done
 A_GEMINI = 37  # a Gemini-only container (dialect detection)
+A_STATUS = 38  # Responses response.status (read on terminal events only)
+A_STOP_DETAIL = 39  # Anthropic delta.stop_details.type
 
 # Actions whose string value is captured whole (unescaped) for a JSON validator; every other
 # captured string keeps at most CAPTURE_BYTES bytes: they are enum values, never payload.
@@ -77,6 +79,8 @@ SHORT_CAPTURE_ACTIONS = frozenset(
         A_BLOCK_TYPE,
         A_ITEM_TYPE,
         A_TOOL_ID,
+        A_STATUS,
+        A_STOP_DETAIL,
     }
 )
 CAPTURE_BYTES = 64
@@ -117,6 +121,7 @@ JSON_PATHS = (
     ("response.error", A_ERROR),
     ("response.error.code", A_ERR_CODE),
     ("response.incomplete_details.reason", A_INCOMPLETE_REASON),
+    ("response.status", A_STATUS),
     # anthropic (Messages)
     ("index", A_BLOCK_INDEX),
     ("message.model", A_MODEL),
@@ -125,6 +130,7 @@ JSON_PATHS = (
     ("delta.thinking", A_DELTA_THINKING),
     ("delta.partial_json", A_DELTA_JSON),
     ("delta.stop_reason", A_STOP_REASON),
+    ("delta.stop_details.type", A_STOP_DETAIL),
     # gemini (streamGenerateContent?alt=sse)
     ("modelVersion", A_MODEL),
     ("promptFeedback", A_GEMINI),
@@ -224,6 +230,15 @@ EVENT_KINDS = {
 # The raw finish reason recorded for a Responses stream that ended response.completed (the API
 # sends no reason for a normal end, only status "completed").
 RESPONSES_COMPLETED = "completed"
+# A terminal Responses event is judged by what it says, not only by its name: a reason in
+# incomplete_details wins, then a status that is neither of these two (failed, cancelled, a
+# status that is not terminal at all), which becomes the raw finish reason itself.  A
+# response.completed whose status is "incomplete" but that gives no reason never said why.
+RESPONSES_STATUS_INCOMPLETE = "incomplete"
+RESPONSES_NAME_STATUSES = frozenset({RESPONSES_COMPLETED, RESPONSES_STATUS_INCOMPLETE})
+# Anthropic: a message_delta's stop_details.type that wins over its stop_reason (a refusal
+# reported beside stop_reason "end_turn" is still a refusal).
+ANTHROPIC_STOP_DETAILS_WIN = frozenset({"refusal"})
 
 # Responses output item types that count as reasoning or as a tool call.
 RESPONSES_REASONING_ITEMS = frozenset({"reasoning"})
@@ -283,6 +298,9 @@ FINISH_REASONS = {
         "max_output_tokens": ("length", O_LENGTH),
         "content_filter": ("content_filter", O_FILTER),
         "steered": ("pause", O_PAUSE),  # ended by the client's own steering
+        # response.status values a terminal event may carry instead of a reason
+        "failed": ("error", O_ABNORMAL),
+        "cancelled": ("error", O_ABNORMAL),
     },
     "anthropic": {
         "end_turn": ("stop", O_OK),

@@ -88,6 +88,8 @@ cdef enum Action:
     A_ITEM_TYPE = 35
     A_ARGS = 36
     A_GEMINI = 37
+    A_STATUS = 38
+    A_STOP_DETAIL = 39
 
 cdef enum Kind:
     K_OTHER = 0
@@ -120,7 +122,8 @@ cdef dict _C_CONSTANTS = {
     "A_INCOMPLETE_REASON": A_INCOMPLETE_REASON, "A_DELTA": A_DELTA, "A_DELTA_TEXT": A_DELTA_TEXT,
     "A_DELTA_THINKING": A_DELTA_THINKING, "A_DELTA_JSON": A_DELTA_JSON,
     "A_STOP_REASON": A_STOP_REASON, "A_BLOCK_INDEX": A_BLOCK_INDEX, "A_BLOCK_TYPE": A_BLOCK_TYPE,
-    "A_ITEM_TYPE": A_ITEM_TYPE, "A_ARGS": A_ARGS, "A_GEMINI": A_GEMINI,
+    "A_ITEM_TYPE": A_ITEM_TYPE, "A_ARGS": A_ARGS, "A_GEMINI": A_GEMINI, "A_STATUS": A_STATUS,
+    "A_STOP_DETAIL": A_STOP_DETAIL,
     "K_OTHER": K_OTHER, "K_TEXT_DELTA": K_TEXT_DELTA, "K_REFUSAL_DELTA": K_REFUSAL_DELTA,
     "K_REASONING_DELTA": K_REASONING_DELTA, "K_ITEM_ADDED": K_ITEM_ADDED,
     "K_ARGS_DONE": K_ARGS_DONE, "K_COMPLETED": K_COMPLETED, "K_INCOMPLETE": K_INCOMPLETE,
@@ -390,7 +393,7 @@ cdef bint _identifier[64]
 memset(_identifier, 0, sizeof(_identifier))
 for _action in (A_TYPE, A_OBJECT, A_MODEL, A_ERR_CODE, A_ERR_TYPE, A_ERR_STATUS, A_FLAT_CODE,
                 A_FINISH, A_PART_TYPE, A_TOOL_ID, A_BLOCK_REASON, A_INCOMPLETE_REASON,
-                A_STOP_REASON, A_BLOCK_TYPE, A_ITEM_TYPE):
+                A_STOP_REASON, A_BLOCK_TYPE, A_ITEM_TYPE, A_STATUS, A_STOP_DETAIL):
     _identifier[_action] = True
 
 cdef _StrTable _responses_kinds = _StrTable(d.EVENT_KINDS["responses"])
@@ -407,6 +410,9 @@ cdef _StrTable _reasoning_parts = _StrTable({k: 1 for k in d.REASONING_PART_TYPE
 cdef bytes _chat_object = d.CHAT_OBJECT.encode()
 cdef bytes _done = d.DONE_SENTINEL
 cdef bytes _completed = d.RESPONSES_COMPLETED.encode()
+cdef _StrTable _r_name_statuses = _StrTable({k: 1 for k in d.RESPONSES_NAME_STATUSES})
+cdef bytes _r_incomplete = d.RESPONSES_STATUS_INCOMPLETE.encode()
+cdef _StrTable _a_stop_details_win = _StrTable({k: 1 for k in d.ANTHROPIC_STOP_DETAILS_WIN})
 
 # ============================================================================ the event record
 
@@ -429,7 +435,7 @@ ctypedef struct Part:
 
 ctypedef struct Record:
     Str type, object, model, err_code, err_type, err_status, flat_code
-    Str block_reason, incomplete_reason, stop_reason, block_type, item_type
+    Str block_reason, incomplete_reason, stop_reason, block_type, item_type, status, stop_detail
     bint error, has_choices, gemini, delta, delta_text, delta_thinking
     int64_t seq, block_index  # -1: not sent
     int too_many  # 0, or 1 (choices) / 2 (tool calls)
@@ -458,7 +464,8 @@ cdef void record_reset(Record* r) noexcept:
     str_clear(&r.type); str_clear(&r.object); str_clear(&r.model); str_clear(&r.err_code)
     str_clear(&r.err_type); str_clear(&r.err_status); str_clear(&r.flat_code)
     str_clear(&r.block_reason); str_clear(&r.incomplete_reason); str_clear(&r.stop_reason)
-    str_clear(&r.block_type); str_clear(&r.item_type)
+    str_clear(&r.block_type); str_clear(&r.item_type); str_clear(&r.status)
+    str_clear(&r.stop_detail)
     r.error = r.has_choices = r.gemini = r.delta = r.delta_text = r.delta_thinking = False
     r.seq = r.block_index = -1
     r.too_many = 0
@@ -637,6 +644,8 @@ cdef void record_scalar(Record* r, int action, int kind, const Str* value, int64
         r.block_reason = value[0]
     elif action == A_INCOMPLETE_REASON:
         r.incomplete_reason = value[0]
+    elif action == A_STATUS:
+        r.status = value[0]
     elif action == A_DELTA:
         r.delta = r.delta or nonempty
     elif action == A_DELTA_TEXT:
@@ -648,6 +657,8 @@ cdef void record_scalar(Record* r, int action, int kind, const Str* value, int64
         r.delta_json_len = cap_len
     elif action == A_STOP_REASON:
         r.stop_reason = value[0]
+    elif action == A_STOP_DETAIL:
+        r.stop_detail = value[0]
     elif action == A_BLOCK_TYPE:
         r.block_type = value[0]
     elif action == A_ITEM_TYPE:
@@ -2637,14 +2648,22 @@ cdef class Scanner:
             if r.args_len > 0:
                 json_feed(&check, <const unsigned char*>r.captured.p + r.args_off, r.args_len)
             self._check_args(&check)
-        elif kind == K_COMPLETED:
+        elif kind == K_COMPLETED or kind == K_INCOMPLETE:
+            # judged by what it says, not only by its name (see _scanner_py._terminal_reason)
             self.end_marker = True
-            completed.len = 0
-            str_append(&completed, PyBytes_AS_STRING(_completed), PyBytes_GET_SIZE(_completed))
-            self._finish(0, &completed)
-        elif kind == K_INCOMPLETE:
-            self.end_marker = True
-            self._finish(0, &r.incomplete_reason)
+            if r.incomplete_reason.len >= 0:
+                self._finish(0, &r.incomplete_reason)
+            elif r.status.len >= 0 and _r_name_statuses.get_str(&r.status) < 0:
+                self._finish(0, &r.status)  # failed, cancelled, in_progress, ...
+            elif kind == K_COMPLETED and not (
+                    r.status.len == PyBytes_GET_SIZE(_r_incomplete)
+                    and memcmp(r.status.s, PyBytes_AS_STRING(_r_incomplete), r.status.len) == 0):
+                completed.len = 0
+                str_append(&completed, PyBytes_AS_STRING(_completed), PyBytes_GET_SIZE(_completed))
+                self._finish(0, &completed)
+            else:  # incomplete, and it never said why
+                completed.len = -1
+                self._finish(0, &completed)
         elif kind == K_FAILED:
             self.end_marker = True
             if not r.error:
@@ -2698,7 +2717,10 @@ cdef class Scanner:
                                   r.delta_json_len)
                         break
         elif kind == K_MESSAGE_DELTA:
-            self._finish(0, &r.stop_reason)
+            if _a_stop_details_win.get_str(&r.stop_detail) >= 0:
+                self._finish(0, &r.stop_detail)
+            else:
+                self._finish(0, &r.stop_reason)
         elif kind == K_MESSAGE_STOP:
             self.end_marker = True
         elif kind == K_ERROR:

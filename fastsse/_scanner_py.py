@@ -108,8 +108,9 @@ class EventRecord:
         "type", "object", "model", "error", "err_code", "err_type", "err_status", "flat_code",
         "seq", "has_choices", "gemini", "choices", "too_many", "choice", "part", "tool",
         "tool_fragments",
-        "block_reason", "incomplete_reason", "delta", "delta_text", "delta_thinking",
-        "delta_json", "stop_reason", "block_index", "block_type", "item_type", "args",
+        "block_reason", "incomplete_reason", "status", "delta", "delta_text",
+        "delta_thinking", "delta_json", "stop_reason", "stop_detail", "block_index",
+        "block_type", "item_type", "args",
     )  # fmt: skip
 
     def __init__(self):
@@ -122,10 +123,10 @@ class EventRecord:
         self.too_many = None
         self.choice = self.part = self.tool = None
         self.tool_fragments = 0
-        self.block_reason = self.incomplete_reason = None
+        self.block_reason = self.incomplete_reason = self.status = None
         self.delta = self.delta_text = self.delta_thinking = False
         self.delta_json = None
-        self.stop_reason = None
+        self.stop_reason = self.stop_detail = None
         self.block_index = None
         self.block_type = self.item_type = None
         self.args = None
@@ -252,6 +253,8 @@ class EventRecord:
             self.block_reason = value
         elif action == d.A_INCOMPLETE_REASON:
             self.incomplete_reason = value
+        elif action == d.A_STATUS:
+            self.status = value
         elif action == d.A_DELTA:
             self.delta = self.delta or nonempty
         elif action == d.A_DELTA_TEXT:
@@ -262,6 +265,8 @@ class EventRecord:
             self.delta_json = value
         elif action == d.A_STOP_REASON:
             self.stop_reason = value
+        elif action == d.A_STOP_DETAIL:
+            self.stop_detail = value
         elif action == d.A_BLOCK_TYPE:
             self.block_type = value
         elif action == d.A_ITEM_TYPE:
@@ -614,12 +619,28 @@ _DETECT_PREFIXES = tuple((p.encode(), v) for p, v in d.DETECT_TYPE_PREFIXES)
 _KINDS = {name: {k.encode(): v for k, v in kinds.items()} for name, kinds in d.EVENT_KINDS.items()}
 _CHAT_OBJECT = d.CHAT_OBJECT.encode()
 _RESPONSES_COMPLETED = d.RESPONSES_COMPLETED.encode()
+_R_INCOMPLETE = d.RESPONSES_STATUS_INCOMPLETE.encode()
+_R_NAME_STATUSES = frozenset(s.encode() for s in d.RESPONSES_NAME_STATUSES)
+_A_STOP_DETAILS_WIN = frozenset(t.encode() for t in d.ANTHROPIC_STOP_DETAILS_WIN)
 _R_REASONING = frozenset(t.encode() for t in d.RESPONSES_REASONING_ITEMS)
 _R_TOOL_SUFFIX = d.RESPONSES_TOOL_ITEM_SUFFIX.encode()
 _A_REASONING = frozenset(t.encode() for t in d.ANTHROPIC_REASONING_BLOCKS)
 _A_TOOL = frozenset(t.encode() for t in d.ANTHROPIC_TOOL_BLOCKS)
 _A_JSON_INPUT = frozenset(t.encode() for t in d.ANTHROPIC_JSON_INPUT_BLOCKS)
 _ERROR_EVENT = b"error"
+
+
+def _terminal_reason(kind: int, record: EventRecord):
+    """The raw finish reason of a terminal Responses event (see RESPONSES_NAME_STATUSES): its
+    incomplete_details.reason, else a status that contradicts its name, else its name's."""
+    if record.incomplete_reason is not None:
+        return record.incomplete_reason
+    status = record.status
+    if status is not None and status not in _R_NAME_STATUSES:
+        return status  # failed, cancelled, in_progress, ...
+    if kind == d.K_COMPLETED and status != _R_INCOMPLETE:
+        return _RESPONSES_COMPLETED
+    return None  # incomplete, and it never said why
 
 
 def detect_protocol(record: EventRecord, event_type: bytes) -> str | None:
@@ -946,12 +967,9 @@ class Scanner:
             scanner = JsonScanner()
             scanner.feed(record.args or b"")
             self._check_args(scanner)
-        elif kind == d.K_COMPLETED:
+        elif kind == d.K_COMPLETED or kind == d.K_INCOMPLETE:
             ev.end_marker = True
-            self._finish(0, _RESPONSES_COMPLETED)
-        elif kind == d.K_INCOMPLETE:
-            ev.end_marker = True
-            self._finish(0, record.incomplete_reason)
+            self._finish(0, _terminal_reason(kind, record))
         elif kind == d.K_FAILED:
             ev.end_marker = True
             if not record.error:
@@ -989,7 +1007,8 @@ class Scanner:
                 if scanner is not None:
                     scanner.feed(record.delta_json)
         elif kind == d.K_MESSAGE_DELTA:
-            self._finish(0, record.stop_reason)
+            detail = record.stop_detail
+            self._finish(0, detail if detail in _A_STOP_DETAILS_WIN else record.stop_reason)
         elif kind == d.K_MESSAGE_STOP:
             ev.end_marker = True
         elif kind == d.K_ERROR:

@@ -246,6 +246,13 @@ def r_completed(text=""):
     )
 
 
+def r_completed_saying(status, reason=None, **extra):
+    """A response.completed whose response contradicts its name (as a wrong mock or a proxy
+    may send it; a real server sends response.incomplete / response.failed instead)."""
+    details = None if reason is None else {"reason": reason}
+    return r("response.completed", response=_response(status, incomplete_details=details, **extra))
+
+
 def r_incomplete(reason):
     details = None if reason is None else {"reason": reason}
     return r("response.incomplete", response=_response("incomplete", incomplete_details=details))
@@ -561,6 +568,28 @@ CASES = [
     case("data-error", "gemini",
          gemini(g_chunk(cand(text("The"))), GEMINI_DATA_ERROR),
          "upstream_error", error_code="UNAVAILABLE", retryable=True),
+    # a terminal event is judged by what it says: response.completed with a failed status
+    case("completed-status-failed", "responses",
+         responses(*r_created(), *r_message("Hel")[:3],
+                   r_completed_saying("failed", error={"code": "server_error", "message": "boom"})),
+         "upstream_error", error_code="server_error", retryable=True, end_marker_seen=True,
+         finish_reason="error", finish_reason_raw="failed"),
+    case("completed-status-failed-no-error", "responses",
+         responses(*r_created(), *r_message("Hello"), r_completed_saying("failed")),
+         "upstream_error", error_code=None, retryable=True, finish_reason="error",
+         finish_reason_raw="failed", message=MESSAGE_ABNORMAL_FINISH),
+    case("completed-status-cancelled", "responses",
+         responses(*r_created(), *r_message("Hello"), r_completed_saying("cancelled")),
+         "upstream_error", retryable=True, finish_reason="error", finish_reason_raw="cancelled",
+         message=MESSAGE_ABNORMAL_FINISH),
+    case("completed-status-in-progress", "responses",
+         responses(*r_created(), *r_message("Hello"), r_completed_saying("in_progress")),
+         "upstream_error", finish_reason="other", finish_reason_raw="in_progress",
+         message=MESSAGE_ABNORMAL_FINISH),
+    case("completed-with-error-object", "responses",
+         responses(*r_created(), *r_message("Hello"),
+                   r_completed_saying("completed", error={"code": "rate_limit_exceeded", "message": "slow"})),
+         "upstream_error", error_code="rate_limit_exceeded", retryable=True),
     case("finish-other", "gemini", gemini_text("The", " answer", finish="OTHER"), "upstream_error",
          finish_reason="other", finish_reason_raw="OTHER", message=MESSAGE_ABNORMAL_FINISH, retryable=True),
     # ---------------------------------------------------------------- no_end_marker
@@ -643,6 +672,16 @@ CASES = [
     # a terminal response.incomplete whose incomplete_details is null: it never says why
     case("incomplete-without-reason", "responses", responses(*r_created(), *r_message("Hel"), r_incomplete(None)),
          "missing_finish_reason", end_marker_seen=True, finish_reason=None),
+    # response.completed saying "incomplete" without a reason never said why it stopped
+    case("completed-status-incomplete-no-reason", "responses",
+         responses(*r_created(), *r_message("Hel"), r_completed_saying("incomplete")),
+         "missing_finish_reason", end_marker_seen=True, finish_reason=None),
+    # ... and response.incomplete saying "completed" is still incomplete: the name of a
+    # failure is not overruled by a status of success
+    case("incomplete-status-completed", "responses",
+         responses(*r_created(), *r_message("Hel"),
+                   r("response.incomplete", response=_response("completed"))),
+         "missing_finish_reason", end_marker_seen=True, finish_reason=None),
     case("null-stop-reason", "anthropic", anthropic(a_start(), *a_text(0, "Hi"), *a_end(None)),
          "missing_finish_reason", end_marker_seen=True, finish_reason=None, choices=1),
     case("no-message-delta", "anthropic", anthropic(a_start(), *a_text(0, "Hi"), a("message_stop")),
@@ -672,6 +711,10 @@ CASES = [
     case("reasoning-text-then-incomplete", "responses",
          responses(*r_created(), *r_reasoning("We need", " to", kind="reasoning_text"), r_incomplete("max_output_tokens"), event_lines=False),
          "reasoning_exhausted", reasoning_events=3),
+    # response.completed whose status is incomplete: judged by its reason, not its name
+    case("completed-incomplete-after-reasoning", "responses",
+         responses(*r_created(), *r_reasoning("**Planning**"), r_completed_saying("incomplete", "max_output_tokens")),
+         "reasoning_exhausted", finish_reason="length", finish_reason_raw="max_output_tokens", end_marker_seen=True),
     case("thinking-then-max-tokens", "anthropic",
          anthropic(a_start(), *a_thinking(0, "Let me work", " through this"), *a_end("max_tokens")),
          "reasoning_exhausted", finish_reason="length", finish_reason_raw="max_tokens", reasoning_events=3),
@@ -688,6 +731,14 @@ CASES = [
     case("incomplete-max-output-tokens", "responses",
          responses(*r_created(), *r_message("Once", " upon")[:4], r_incomplete("max_output_tokens")),
          "truncated_length", finish_reason="length", finish_reason_raw="max_output_tokens", text_events=2, end_marker_seen=True),
+    # the hole one widely used CLI has: it never reads the status of response.completed
+    case("completed-status-incomplete", "responses",
+         responses(*r_created(), *r_message("Once", " upon")[:4], r_completed_saying("incomplete", "max_output_tokens")),
+         "truncated_length", finish_reason="length", finish_reason_raw="max_output_tokens", end_marker_seen=True),
+    # a reason beside status "completed": the failure it names wins
+    case("completed-status-completed-with-reason", "responses",
+         responses(*r_created(), *r_message("Once", " upon"), r_completed_saying("completed", "max_output_tokens")),
+         "truncated_length", finish_reason="length", finish_reason_raw="max_output_tokens"),
     # the APY fixture shape: the open tool_use block never gets content_block_stop
     case("max-tokens-mid-tool-use", "anthropic",
          anthropic(a_start(), *a_text(0, "I'll create the file."), *a_tool(1, '{"filename": "tax', stop=False), *a_end("max_tokens"), pad=9),
@@ -707,6 +758,9 @@ CASES = [
     case("incomplete-content-filter", "responses",
          responses(*r_created(), *r_message("Sure")[:3], r_incomplete("content_filter")),
          "content_filtered", finish_reason="content_filter", finish_reason_raw="content_filter"),
+    case("completed-incomplete-content-filter", "responses",
+         responses(*r_created(), *r_message("Sure"), r_completed_saying("incomplete", "content_filter")),
+         "content_filtered", finish_reason="content_filter", finish_reason_raw="content_filter"),
     case("refusal-delta", "responses",
          responses(*r_created(), r_refusal("I can't help with that."), r_completed()),
          "content_filtered", refusal_events=1, finish_reason="stop", message=MESSAGE_REFUSAL),
@@ -714,6 +768,10 @@ CASES = [
          anthropic(a_start(), PING, *a_end("refusal", stop_details={"type": "refusal", "category": "cyber"})),
          "content_filtered", finish_reason="content_filter", finish_reason_raw="refusal", message=MESSAGE_REFUSAL,
          text_events=0),
+    # stop_details says refusal while stop_reason says end_turn: the refusal wins
+    case("refusal-in-stop-details-only", "anthropic",
+         anthropic(a_start(), *a_text(0, "I can't"), *a_end("end_turn", stop_details={"type": "refusal", "category": "cyber"})),
+         "content_filtered", finish_reason="content_filter", finish_reason_raw="refusal", message=MESSAGE_REFUSAL),
     case("refusal-after-thinking", "anthropic",
          anthropic(a_start(), *a_thinking(0, "This asks for"), *a_text(1, "I can't"), *a_end("refusal"), pad=3),
          "content_filtered", reasoning_events=2, text_events=1),
