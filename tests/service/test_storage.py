@@ -185,3 +185,11 @@ def test_a_failed_transaction_answers_503_and_the_writer_carries_on(sqlite_url, 
     writer.stop()
     engine.dispose()
     assert counts(sqlite_url) == (1, 1)
+
+
+def test_the_alembic_command_line_works_in_the_checkout(tmp_path):
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'cli.sqlite3'}"}
+    for args in (["upgrade", "head"], ["check"]):
+        result = subprocess.run([sys.executable, "-m", "alembic", *args], cwd=REPO, env=env,
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
