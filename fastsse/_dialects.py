@@ -57,6 +57,8 @@ A_ARGS = 36  # Responses complete "arguments" string of function_call_arguments.
 A_GEMINI = 37  # a Gemini-only container (dialect detection)
 A_STATUS = 38  # Responses response.status (read on terminal events only)
 A_STOP_DETAIL = 39  # Anthropic delta.stop_details.type
+A_NATIVE_FINISH = 40  # OpenRouter choices[].native_finish_reason: the upstream's own word
+A_FUNCTION_CALL = 41  # legacy OpenAI delta.function_call: one tool call fragment per choice
 
 # Actions whose string value is captured whole (unescaped) for a JSON validator; every other
 # captured string keeps at most CAPTURE_BYTES bytes: they are enum values, never payload.
@@ -81,6 +83,7 @@ SHORT_CAPTURE_ACTIONS = frozenset(
         A_TOOL_ID,
         A_STATUS,
         A_STOP_DETAIL,
+        A_NATIVE_FINISH,
     }
 )
 CAPTURE_BYTES = 64
@@ -100,6 +103,7 @@ JSON_PATHS = (
     ("choices[]", A_CHOICE),
     ("choices[].index", A_CHOICE_INDEX),
     ("choices[].finish_reason", A_FINISH),
+    ("choices[].native_finish_reason", A_NATIVE_FINISH),
     ("choices[].delta.content", A_TEXT),
     ("choices[].delta.content[]", A_PART),  # Mistral: content is a list of typed parts
     ("choices[].delta.content[].type", A_PART_TYPE),
@@ -111,6 +115,11 @@ JSON_PATHS = (
     ("choices[].delta.tool_calls[].index", A_TOOL_INDEX),
     ("choices[].delta.tool_calls[].id", A_TOOL_ID),
     ("choices[].delta.tool_calls[].function.arguments", A_TOOL_ARGS),
+    # legacy function calling (before tool_calls): one call per choice, named on its first
+    # fragment; the name tells a new call from the one it continues, as an id does
+    ("choices[].delta.function_call", A_FUNCTION_CALL),
+    ("choices[].delta.function_call.name", A_TOOL_ID),
+    ("choices[].delta.function_call.arguments", A_TOOL_ARGS),
     # responses (OpenAI Responses)
     ("code", A_FLAT_CODE),
     ("sequence_number", A_SEQ),
@@ -262,6 +271,9 @@ CHAT_OBJECT = "chat.completion.chunk"
 DONE_SENTINEL = b"[DONE]"  # ends a chat stream; OpenRouter also appends it to Responses streams
 # Mistral content part types that are reasoning.
 REASONING_PART_TYPES = frozenset({"thinking"})
+# The tool index of a legacy function_call fragment: apart from every tool_calls index (which
+# are never negative), and from -1, "no index sent".
+LEGACY_CALL_INDEX = -2
 
 # ---------------------------------------------------------------------------------------------
 # Finish reasons.  Outcomes:
@@ -272,27 +284,88 @@ O_PAUSE = "pause"  # a complete stream of a turn the client must continue
 O_TOOL_MALFORMED = "tool_malformed"
 O_ABNORMAL = "abnormal"  # the provider stopped for a reason that is not success
 
+# How bad an outcome is when two words for one finish disagree (choices of n > 1, or a native
+# finish reason beside a normalized one): the lower, the worse.
+OUTCOME_RANK = {O_ABNORMAL: 0, O_LENGTH: 1, O_FILTER: 2, O_TOOL_MALFORMED: 3, O_PAUSE: 4, O_OK: 5}
+
+# The chat dialect's finish reasons: every value the OpenAI-compatible providers and servers
+# send (see CHAT_PROVIDERS for who sends which, and where that is documented).
+CHAT_FINISH_REASONS = {
+    "stop": ("stop", O_OK),
+    "length": ("length", O_LENGTH),
+    "tool_calls": ("tool_calls", O_OK),
+    "function_call": ("tool_calls", O_OK),  # deprecated OpenAI value: legacy function calling
+    "content_filter": ("content_filter", O_FILTER),
+    "model_length": ("length", O_LENGTH),  # Mistral: the model's context window filled up
+    "eos": ("stop", O_OK),  # Together: end-of-sequence token
+    "eos_token": ("stop", O_OK),  # TGI before 2024-08, Mistral's first client
+    "stop_sequence": ("stop", O_OK),  # TGI: a stop sequence matched
+    "guardrail_intervened": ("content_filter", O_FILTER),  # Bedrock guardrails, via LiteLLM
+    "malformed_function_call": ("malformed_tool_call", O_TOOL_MALFORMED),  # Gemini via LiteLLM
+    # The server gave up on the request: transient, a retry may well succeed.
+    "error": ("error", O_ABNORMAL),  # Mistral, OpenRouter (with an error object)
+    "abort": ("error", O_ABNORMAL),  # vLLM, SGLang: the request was aborted
+    "insufficient_system_resource": ("error", O_ABNORMAL),  # DeepSeek: server overloaded
+    "connection_closed": ("error", O_ABNORMAL),  # Ollama: its runner's connection closed
+    # Not success, not an error: the answer did not end the way a finished answer ends.
+    "repetition": ("other", O_ABNORMAL),  # vLLM: repetition detection cut a looping answer
+    "finish_reason_unspecified": ("other", O_ABNORMAL),  # Gemini's unset value, via LiteLLM
+}
+
+# (provider or server, the finish reasons it sends in a streamed chat completion, the source
+# that says so).  The README shows this table; tests hold every value to CHAT_FINISH_REASONS.
+CHAT_PROVIDERS = (
+    ("OpenAI", ("stop", "length", "tool_calls", "content_filter", "function_call"),
+     "openai/openai-python `src/openai/types/chat/chat_completion_chunk.py`"),
+    ("Azure OpenAI", ("stop", "length", "tool_calls", "content_filter", "function_call"),
+     "the Azure OpenAI inference spec, as generated in SAP/ai-sdk-js "
+     "`packages/foundation-models/src/azure-openai/client/inference/schema/`; "
+     "learn.microsoft.com Azure OpenAI content streaming"),
+    ("Mistral", ("stop", "length", "model_length", "error", "tool_calls", "eos_token"),
+     "mistralai/client-python `src/mistralai/models/chatcompletionchoice.py` "
+     "(`eos_token`: the v0 client's `models/chat_completion.py`)"),
+    ("DeepSeek", ("stop", "length", "content_filter", "tool_calls", "insufficient_system_resource"),
+     "api-docs.deepseek.com/api/create-chat-completion"),
+    ("Groq", ("stop", "length", "tool_calls", "content_filter", "function_call"),
+     "groq/groq-python `src/groq/types/chat/chat_completion_chunk.py`"),
+    ("OpenRouter", ("stop", "length", "tool_calls", "content_filter", "error"),
+     "openrouter.ai/docs/api-reference/streaming; OpenRouterTeam/typescript-sdk "
+     "`src/models/chatfinishreasonenum.ts`; `native_finish_reason` carries the upstream's value"),
+    ("Together", ("stop", "eos", "length", "tool_calls", "function_call"),
+     "togethercomputer/together-py `src/together/types/chat/chat_completion_chunk.py`"),
+    ("Fireworks", ("stop", "length", "function_call", "tool_calls"),
+     "fw-ai-external/python-sdk `src/fireworks/types/chat/chat_completion_chunk.py`"),
+    ("xAI", ("stop", "length", "tool_calls"),
+     "`stop` in captured streams (charmbracelet/fantasy `providertests/testdata/TestXAICommon/`); "
+     "xAI documents no other REST values, `length` and `tool_calls` as OpenAI's"),
+    ("vLLM", ("stop", "length", "abort", "tool_calls", "repetition"),
+     "vllm-project/vllm `vllm/v1/engine/__init__.py` (`FINISH_REASON_STRINGS`), "
+     "`vllm/entrypoints/openai/serving_chat.py` (`tool_calls`); its `error` is sent as an "
+     "error event instead (PR #26813)"),
+    ("SGLang", ("stop", "length", "tool_calls", "content_filter", "function_call", "abort"),
+     "sgl-project/sglang `python/sglang/srt/entrypoints/openai/protocol.py`"),
+    ("TGI", ("stop", "length", "eos_token", "stop_sequence"),
+     "huggingface/text-generation-inference `router/src/lib.rs` (`FinishReason`); `eos_token` "
+     "became `stop` in PR #2344 (2024-08); non-final chunks may carry `\"\"`, read as null"),
+    ("Ollama", ("stop", "length", "tool_calls", "connection_closed"),
+     "ollama/ollama `openai/openai.go` (`ToChunk`), `llm` `DoneReason`; a closed runner sends "
+     "`connection_closed` or, in other versions, no finish reason at all"),
+    ("LM Studio", ("stop", "length", "tool_calls"),
+     "lmstudio-ai/docs `1_developer/3_openai-compat/tools.md` (`tool_calls`); `stop` and "
+     "`length` as the llama.cpp engine it runs"),
+    ("llama.cpp server", ("stop", "length", "tool_calls"),
+     "ggml-org/llama.cpp `tools/server/server-task.cpp` (`to_json_oaicompat_chat`)"),
+    ("LiteLLM proxy", ("stop", "length", "tool_calls", "content_filter", "function_call",
+                       "guardrail_intervened", "eos", "finish_reason_unspecified",
+                       "malformed_function_call"),
+     "BerriAI/litellm `litellm/litellm_core_utils/core_helpers.py` (`map_finish_reason`); the "
+     "last four passed through before PR #22138 (2026-02)"),
+)
+
 # raw value -> (normalized, outcome).  A value missing from its table is ("other", O_ABNORMAL):
 # "complete" is never assumed for a reason we do not know.
 FINISH_REASONS = {
-    "chat": {
-        "stop": ("stop", O_OK),
-        "length": ("length", O_LENGTH),
-        "tool_calls": ("tool_calls", O_OK),
-        "function_call": ("tool_calls", O_OK),  # deprecated OpenAI value
-        "content_filter": ("content_filter", O_FILTER),
-        # values seen from OpenAI-compatible servers
-        "eos": ("stop", O_OK),
-        "end_turn": ("stop", O_OK),
-        "stop_sequence": ("stop", O_OK),
-        "tool_use": ("tool_calls", O_OK),
-        "max_tokens": ("length", O_LENGTH),
-        "model_context_window_exceeded": ("length", O_LENGTH),
-        "refusal": ("content_filter", O_FILTER),
-        "error": ("error", O_ABNORMAL),
-        "abort": ("error", O_ABNORMAL),  # vLLM: request aborted
-        "insufficient_system_resource": ("error", O_ABNORMAL),  # DeepSeek: server overloaded
-    },
+    "chat": CHAT_FINISH_REASONS,  # and the values gateways forward, added below
     "responses": {
         RESPONSES_COMPLETED: ("stop", O_OK),
         "max_output_tokens": ("length", O_LENGTH),
@@ -333,6 +406,24 @@ FINISH_REASONS = {
         "IMAGE_OTHER": ("other", O_ABNORMAL),
     },
 }
+# Gateways forward the other dialects' values into chat streams: OpenRouter as
+# native_finish_reason ("completed" from an upstream on the Responses API, "end_turn", "STOP"),
+# older LiteLLM releases as finish_reason itself.  They mean in chat what they mean in their own
+# dialect (no value is spelled the same with another meaning).
+CHAT_FORWARDED_DIALECTS = ("responses", "anthropic", "gemini")
+FINISH_REASONS["chat"] = {
+    **{raw: meaning for dialect in CHAT_FORWARDED_DIALECTS
+       for raw, meaning in FINISH_REASONS[dialect].items()},
+    **CHAT_FINISH_REASONS,
+}
+assert all(FINISH_REASONS["chat"][raw] == meaning for dialect in CHAT_FORWARDED_DIALECTS
+           for raw, meaning in FINISH_REASONS[dialect].items())
+# A choice's native_finish_reason (OpenRouter) is the upstream's own, more precise word: when
+# the chat table knows it and it means something worse than finish_reason, it is the choice's
+# finish reason.  An unknown native value is left alone: OpenRouter's own finish_reason, a
+# documented value, still speaks for the choice.
+NATIVE_FINISH_RANK = {raw: OUTCOME_RANK[outcome]
+                      for raw, (_normalized, outcome) in FINISH_REASONS["chat"].items()}
 UNKNOWN_FINISH = ("other", O_ABNORMAL)
 
 # Dialects whose normal finish does not say "tool calls": report tool_calls when calls were made

@@ -49,6 +49,7 @@ cdef enum:
     PREFETCH_AHEAD = 2048  # how far ahead of the reading the chunk is asked into the cache
     MAX_CHOICES = 128
     MAX_TOOL_CALLS = 1024
+    LEGACY_CALL_INDEX = -2
 
 cdef enum Action:
     A_TYPE = 1
@@ -90,6 +91,8 @@ cdef enum Action:
     A_GEMINI = 37
     A_STATUS = 38
     A_STOP_DETAIL = 39
+    A_NATIVE_FINISH = 40
+    A_FUNCTION_CALL = 41
 
 cdef enum Kind:
     K_OTHER = 0
@@ -123,7 +126,8 @@ cdef dict _C_CONSTANTS = {
     "A_DELTA_THINKING": A_DELTA_THINKING, "A_DELTA_JSON": A_DELTA_JSON,
     "A_STOP_REASON": A_STOP_REASON, "A_BLOCK_INDEX": A_BLOCK_INDEX, "A_BLOCK_TYPE": A_BLOCK_TYPE,
     "A_ITEM_TYPE": A_ITEM_TYPE, "A_ARGS": A_ARGS, "A_GEMINI": A_GEMINI, "A_STATUS": A_STATUS,
-    "A_STOP_DETAIL": A_STOP_DETAIL,
+    "A_STOP_DETAIL": A_STOP_DETAIL, "A_NATIVE_FINISH": A_NATIVE_FINISH,
+    "A_FUNCTION_CALL": A_FUNCTION_CALL, "LEGACY_CALL_INDEX": LEGACY_CALL_INDEX,
     "K_OTHER": K_OTHER, "K_TEXT_DELTA": K_TEXT_DELTA, "K_REFUSAL_DELTA": K_REFUSAL_DELTA,
     "K_REASONING_DELTA": K_REASONING_DELTA, "K_ITEM_ADDED": K_ITEM_ADDED,
     "K_ARGS_DONE": K_ARGS_DONE, "K_COMPLETED": K_COMPLETED, "K_INCOMPLETE": K_INCOMPLETE,
@@ -393,7 +397,8 @@ cdef bint _identifier[64]
 memset(_identifier, 0, sizeof(_identifier))
 for _action in (A_TYPE, A_OBJECT, A_MODEL, A_ERR_CODE, A_ERR_TYPE, A_ERR_STATUS, A_FLAT_CODE,
                 A_FINISH, A_PART_TYPE, A_TOOL_ID, A_BLOCK_REASON, A_INCOMPLETE_REASON,
-                A_STOP_REASON, A_BLOCK_TYPE, A_ITEM_TYPE, A_STATUS, A_STOP_DETAIL):
+                A_STOP_REASON, A_BLOCK_TYPE, A_ITEM_TYPE, A_STATUS, A_STOP_DETAIL,
+                A_NATIVE_FINISH):
     _identifier[_action] = True
 
 cdef _StrTable _responses_kinds = _StrTable(d.EVENT_KINDS["responses"])
@@ -413,6 +418,8 @@ cdef bytes _completed = d.RESPONSES_COMPLETED.encode()
 cdef _StrTable _r_name_statuses = _StrTable({k: 1 for k in d.RESPONSES_NAME_STATUSES})
 cdef bytes _r_incomplete = d.RESPONSES_STATUS_INCOMPLETE.encode()
 cdef _StrTable _a_stop_details_win = _StrTable({k: 1 for k in d.ANTHROPIC_STOP_DETAILS_WIN})
+cdef _StrTable _native_rank = _StrTable(d.NATIVE_FINISH_RANK)
+cdef int _unknown_rank = d.OUTCOME_RANK[d.UNKNOWN_FINISH[1]]
 
 # ============================================================================ the event record
 
@@ -420,6 +427,7 @@ ctypedef struct Choice:
     int64_t ordinal
     int64_t index  # -1: not sent
     Str finish
+    Str native  # OpenRouter's native_finish_reason
     int text, reasoning, refusal, tool
     int tool_start, tool_count  # slice of Record.tools
 
@@ -493,17 +501,18 @@ cdef void record_begin(Record* r, int action, bint is_object) noexcept:
         r.choice.ordinal = r.n_choices
         r.choice.index = -1
         r.choice.finish.len = -1
+        r.choice.native.len = -1
         r.choice.tool_start = r.n_tools
     elif action == A_PART:
         if r.in_choice:
             r.in_part = True
             r.part.type.len = -1
             r.part.text = r.part.thought = r.part.tool = False
-    elif action == A_TOOL:
+    elif action == A_TOOL or action == A_FUNCTION_CALL:
         if r.in_choice:
             r.in_tool = True
             r.tool.ordinal = r.choice.tool_count
-            r.tool.index = -1
+            r.tool.index = -1 if action == A_TOOL else LEGACY_CALL_INDEX
             r.tool.id.len = -1
             r.tool.args_len = -1
             r.tool.args_off = 0
@@ -512,6 +521,8 @@ cdef void record_end(Record* r, int action, bint is_object) noexcept:
     if not is_object:
         return
     if action == A_CHOICE:
+        if r.choice.native.len >= 0 and r.choice.finish.len >= 0:
+            worse_finish(&r.choice)
         if r.n_choices >= MAX_CHOICES:
             r.too_many = 1
         elif array_reserve(<void**>&r.choices, &r.cap_choices, r.n_choices, sizeof(Choice)) < 0:
@@ -529,7 +540,7 @@ cdef void record_end(Record* r, int action, bint is_object) noexcept:
             elif r.part.text:
                 r.choice.text += 1
         r.in_part = False
-    elif action == A_TOOL:
+    elif action == A_TOOL or action == A_FUNCTION_CALL:
         if r.in_tool and r.in_choice:
             if r.n_tools >= MAX_TOOL_CALLS:
                 r.too_many = 2
@@ -540,6 +551,16 @@ cdef void record_end(Record* r, int action, bint is_object) noexcept:
                 r.n_tools += 1
                 r.choice.tool_count += 1
         r.in_tool = False
+
+cdef inline void worse_finish(Choice* choice) noexcept:
+    """The choice's finish reason, given OpenRouter's native one (_scanner_py.worse_finish)."""
+    cdef int native = _native_rank.get_str(&choice.native)
+    cdef int finish
+    if native < 0:
+        return  # unknown: finish_reason speaks
+    finish = _native_rank.get_str(&choice.finish)
+    if native < (finish if finish >= 0 else _unknown_rank):
+        choice.finish = choice.native
 
 cdef enum ScalarKind:
     K_STRING = 0
@@ -610,8 +631,11 @@ cdef void record_scalar(Record* r, int action, int kind, const Str* value, int64
     elif action == A_FLAT_CODE:
         r.flat_code = value[0]
     elif action == A_FINISH:
-        if r.in_choice:
+        if r.in_choice and value.len > 0:  # "" names nothing: null (see _scanner_py)
             r.choice.finish = value[0]
+    elif action == A_NATIVE_FINISH:
+        if r.in_choice and value.len > 0:
+            r.choice.native = value[0]
     elif action == A_TEXT:
         if nonempty and r.in_choice:
             r.choice.text += 1
@@ -2161,7 +2185,7 @@ cdef class Scanner:
                 if self.rec.choices[i].tool_count:
                     self.memo_tool_choice = (self.rec.choices[i].index if self.rec.choices[i].index >= 0
                                              else self.rec.choices[i].ordinal)
-            self.memo_tool_index = (self.rec.tools[0].index if self.rec.tools[0].index >= 0
+            self.memo_tool_index = (self.rec.tools[0].index if self.rec.tools[0].index != -1
                                     else self.rec.tools[0].ordinal)
         self._record_base(base)
         for i in range(self.rec.n_holes):
@@ -2584,7 +2608,7 @@ cdef class Scanner:
         return 0
 
     cdef int _tool_fragment(self, int64_t choice_index, Tool* fragment) except -1:
-        cdef int64_t index = fragment.index if fragment.index >= 0 else fragment.ordinal
+        cdef int64_t index = fragment.index if fragment.index != -1 else fragment.ordinal
         cdef ToolCall* call = self._find_call(choice_index, index)
         if call == NULL or (fragment.id.len > 0 and call.id.len > 0
                             and not str_eq(&fragment.id, &call.id)):

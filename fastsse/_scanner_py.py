@@ -73,12 +73,13 @@ _CAP = d.CAPTURE_BYTES
 
 
 class Choice:
-    __slots__ = ("ordinal", "index", "finish", "text", "reasoning", "refusal", "tool", "tools")
+    __slots__ = ("ordinal", "index", "finish", "native", "text", "reasoning", "refusal", "tool",
+                 "tools")
 
     def __init__(self, ordinal: int):
         self.ordinal = ordinal
         self.index = None
-        self.finish = None
+        self.finish = self.native = None
         self.text = self.reasoning = self.refusal = self.tool = 0
         self.tools = []
 
@@ -146,18 +147,23 @@ class EventRecord:
         elif action == d.A_PART:
             if self.choice is not None:
                 self.part = Part()
-        elif action == d.A_TOOL:
+        elif action == d.A_TOOL or action == d.A_FUNCTION_CALL:
             if self.choice is not None:
                 self.tool = ToolFragment(len(self.choice.tools))
+                if action == d.A_FUNCTION_CALL:
+                    self.tool.index = d.LEGACY_CALL_INDEX
 
     def end(self, action: int, is_object: bool) -> None:
         if not is_object:
             return
         if action == d.A_CHOICE:
+            choice = self.choice
+            if choice.native is not None and choice.finish is not None:
+                choice.finish = worse_finish(choice.finish, choice.native)
             if len(self.choices) >= MAX_CHOICES:
                 self.too_many = "choices"
             else:
-                self.choices.append(self.choice)
+                self.choices.append(choice)
             self.choice = None
         elif action == d.A_PART:
             part, choice = self.part, self.choice
@@ -169,7 +175,7 @@ class EventRecord:
                 elif part.text:
                     choice.text += 1
             self.part = None
-        elif action == d.A_TOOL:
+        elif action == d.A_TOOL or action == d.A_FUNCTION_CALL:
             if self.tool is not None and self.choice is not None:
                 if self.tool_fragments >= MAX_TOOL_CALLS:
                     self.too_many = "tool_calls"
@@ -222,9 +228,14 @@ class EventRecord:
             self.err_status = value
         elif action == d.A_FLAT_CODE:
             self.flat_code = value
-        elif action == d.A_FINISH:
-            if self.choice is not None:
-                self.choice.finish = value
+        elif action == d.A_FINISH or action == d.A_NATIVE_FINISH:
+            # An empty finish reason names nothing: it is null (TGI sends "" before the last
+            # chunk).
+            if self.choice is not None and value:
+                if action == d.A_FINISH:
+                    self.choice.finish = value
+                else:
+                    self.choice.native = value
         elif action in (d.A_TEXT, d.A_REASONING, d.A_REFUSAL):
             choice = self.choice
             if nonempty and choice is not None:
@@ -628,6 +639,18 @@ _A_REASONING = frozenset(t.encode() for t in d.ANTHROPIC_REASONING_BLOCKS)
 _A_TOOL = frozenset(t.encode() for t in d.ANTHROPIC_TOOL_BLOCKS)
 _A_JSON_INPUT = frozenset(t.encode() for t in d.ANTHROPIC_JSON_INPUT_BLOCKS)
 _ERROR_EVENT = b"error"
+
+
+_NATIVE_RANK = {raw.encode(): rank for raw, rank in d.NATIVE_FINISH_RANK.items()}
+_UNKNOWN_RANK = d.OUTCOME_RANK[d.UNKNOWN_FINISH[1]]
+
+
+def worse_finish(finish: bytes, native: bytes) -> bytes:
+    """A choice's finish reason, given OpenRouter's native one beside it (NATIVE_FINISH_RANK)."""
+    native_rank = _NATIVE_RANK.get(native)
+    if native_rank is not None and native_rank < _NATIVE_RANK.get(finish, _UNKNOWN_RANK):
+        return native
+    return finish
 
 
 def _terminal_reason(kind: int, record: EventRecord):

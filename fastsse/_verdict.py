@@ -202,17 +202,6 @@ def _verdict(values: dict) -> Verdict:
     return verdict
 
 
-# How bad an outcome is when choices disagree (n > 1): the verdict reports the worst one.
-_OUTCOME_RANK = {
-    d.O_ABNORMAL: 0,
-    d.O_LENGTH: 1,
-    d.O_FILTER: 2,
-    d.O_TOOL_MALFORMED: 3,
-    d.O_PAUSE: 4,
-    d.O_OK: 5,
-}
-
-
 def _finish(protocol: str, raws: list, blocked: str | None, tool_calls: bool, text: bool):
     """The choice that speaks for the stream: (normalized, raw, outcome), or Nones.
 
@@ -225,7 +214,7 @@ def _finish(protocol: str, raws: list, blocked: str | None, tool_calls: bool, te
         if raw is None:
             continue
         normalized, outcome = table.get(raw, d.UNKNOWN_FINISH)
-        if worst is None or _OUTCOME_RANK[outcome] < _OUTCOME_RANK[worst[2]]:
+        if worst is None or d.OUTCOME_RANK[outcome] < d.OUTCOME_RANK[worst[2]]:
             worst = (normalized, raw, outcome)
     if blocked is not None:  # a blocked prompt is the finish of a candidate-less answer
         worst = ("content_filter", blocked, d.O_FILTER)

@@ -128,6 +128,37 @@ def chat_tool_stream(*arg_pieces, name="get_weather", finish="tool_calls") -> by
     )
 
 
+def chat_function_call(*arg_pieces, name="repl", model="gpt-3.5-turbo-0613", finish="function_call"):
+    """Legacy function calling (gpt-3.5-turbo-0613): delta.function_call, named on its first
+    fragment, its arguments in the fragments after; finish_reason "function_call"."""
+    first = {"role": "assistant", "content": None, "function_call": {"name": name, "arguments": ""}}
+    return chat(
+        chat_chunk(choice(**first), model=model),
+        *[chat_chunk(choice(function_call={"arguments": p}), model=model) for p in arg_pieces],
+        chat_chunk(choice(finish=finish), model=model),
+    )
+
+
+def tgi_stream(*pieces, finish="eos_token"):
+    """Hugging Face TGI: an empty id, model "tgi", "" as the finish reason of every chunk
+    before the last (TGI 2.3), then its own finish reason."""
+    def tgi(delta, finish_reason):
+        return chat_chunk(choice(finish=finish_reason, **delta), model="tgi", id="",
+                          system_fingerprint="2.3.1-sha-a094729-rocm")
+
+    return chat(tgi({"role": "assistant", "content": pieces[0]}, ""),
+                *[tgi({"content": p}, "") for p in pieces[1:]], tgi({}, finish))
+
+
+def openrouter_finish(*pieces, finish, native, model="google/gemini-2.5-flash"):
+    """OpenRouter: its normalized finish_reason beside the upstream's native_finish_reason."""
+    last = choice(finish=finish)
+    last["native_finish_reason"] = native
+    return b": OPENROUTER PROCESSING\n\n" + chat(
+        *[chat_chunk(choice(content=p), model=model) for p in pieces],
+        chat_chunk(last, model=model), chat_usage(model=model))
+
+
 def mistral_thinking(t):
     """Magistral: delta.content is a list of typed parts; reasoning is a "thinking" part."""
     return [{"type": "thinking", "thinking": [{"type": "text", "text": t}]}]
@@ -700,6 +731,12 @@ CASES = [
          + chat(*chat_reasoning("Considering", " options", key="reasoning", model="anthropic/claude-sonnet-4"),
                 chat_chunk(choice(content="", finish="length"), model="anthropic/claude-sonnet-4"), chat_usage()),
          "reasoning_exhausted", reasoning_events=2, comments=1),
+    # the survey's rows (see the provider finish-reason tests below for every one)
+    case("mistral-model-length", "chat", chat_text("The history of", " Rome", finish="model_length"),
+         "truncated_length", finish_reason="length", finish_reason_raw="model_length"),
+    # OpenRouter says "stop", the upstream said MAX_TOKENS: the upstream's worse word wins
+    case("openrouter-native-max-tokens", "chat", openrouter_finish("The", " history", finish="stop", native="MAX_TOKENS"),
+         "truncated_length", finish_reason="length", finish_reason_raw="MAX_TOKENS", comments=1),
     case("mistral-thinking-parts", "chat",
          chat(chat_chunk(choice(role="assistant", content=mistral_thinking("Okay")), model=MAGISTRAL),
               chat_chunk(choice(content=mistral_thinking(", the user")), model=MAGISTRAL),
@@ -816,7 +853,26 @@ CASES = [
     case("end-turn-with-empty-block", "anthropic", anthropic(a_start(), *a_text(0, ""), *a_end("end_turn")), "empty_output",
          finish_reason="stop", text_events=0),
     case("stop-with-empty-text", "gemini", gemini_text(""), "empty_output", finish_reason="stop", text_events=0),
+    # legacy function calling whose arguments were cut mid-JSON
+    case("legacy-function-call-cut", "chat", chat_function_call('{\n', '  "code": "print(1', finish="function_call"),
+         "tool_call_malformed", tool_calls=1, finish_reason="tool_calls", finish_reason_raw="function_call"),
     # ---------------------------------------------------------------- complete
+    case("legacy-function-call", "chat", chat_function_call('{\n', '  "code": "print(1)"\n', '}'),
+         "complete", tool_calls=1, finish_reason="tool_calls", finish_reason_raw="function_call", text_events=0),
+    # a legacy call and a tool call at index 0 are two calls, not one
+    case("legacy-function-call-beside-tool-call", "chat",
+         chat(chat_chunk(choice(function_call={"name": "repl", "arguments": '{"a":'})),
+              chat_chunk(choice(tool_calls=[tool_call(0, '{"b": 2}', id="call_x", name="f")])),
+              chat_chunk(choice(function_call={"arguments": " 1}"})), chat_chunk(choice(finish="function_call"))),
+         "complete", tool_calls=2),
+    case("tgi-eos-token", "chat", tgi_stream("Paris", " is the capital."), "complete", finish_reason="stop",
+         finish_reason_raw="eos_token", text_events=2, model="tgi"),
+    # OpenRouter's finish_reason beside a native one of the same meaning, or one we do not know
+    case("openrouter-native-end-turn", "chat",
+         openrouter_finish("Hi", finish="stop", native="end_turn", model="anthropic/claude-sonnet-4"),
+         "complete", finish_reason="stop", finish_reason_raw="stop", comments=1),
+    case("openrouter-native-unknown", "chat", openrouter_finish("Hi", finish="stop", native="COMPLETE", model="cohere/command-r"),
+         "complete", finish_reason="stop", finish_reason_raw="stop", comments=1),
     case("basic", "chat", chat_text("Hello", " there!"), "complete", finish_reason="stop", finish_reason_raw="stop",
          text_events=2, events=5, choices=1, end_marker_seen=True, finish_reason_seen=True, model="gpt-4o-mini-2024-07-18"),
     # the usage chunk (choices: []) comes after the finish chunk; on gpt-5, a moderation chunk after that

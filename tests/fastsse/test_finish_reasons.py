@@ -1,0 +1,127 @@
+"""The chat finish reasons of the OpenAI-compatible providers, as their own sources give them.
+
+``_dialects.CHAT_PROVIDERS`` says who sends which value and where that is documented; every
+value is judged here from a real-shaped stream, on both twins under every chunking, against
+the category we expect for it (stated here, not read from fastsse).  The README's table is
+printed from the same data: ``python tests/fastsse/test_finish_reasons.py`` prints it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from fastsse import _dialects as d
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+# Our own statement: what a stream with visible text that ends with this value is.
+EXPECTED = {
+    "stop": "complete",
+    "eos": "complete",
+    "eos_token": "complete",
+    "stop_sequence": "complete",
+    "tool_calls": "complete",
+    "function_call": "complete",
+    "length": "truncated_length",
+    "model_length": "truncated_length",
+    "content_filter": "content_filtered",
+    "guardrail_intervened": "content_filtered",
+    "malformed_function_call": "tool_call_malformed",
+    "error": "upstream_error",
+    "abort": "upstream_error",
+    "insufficient_system_resource": "upstream_error",
+    "connection_closed": "upstream_error",
+    "repetition": "upstream_error",
+    "finish_reason_unspecified": "upstream_error",
+}
+# A retry helps when the server gave up (aborted, overloaded, closed); a limit, a filter or an
+# answer that ended normally is what the same request gets again.
+EXPECTED_RETRYABLE = {"error", "abort", "insufficient_system_resource", "connection_closed",
+                      "repetition", "finish_reason_unspecified", "malformed_function_call"}
+
+MODELS = {
+    "OpenAI": "gpt-4o-mini-2024-07-18", "Azure OpenAI": "gpt-4o-2024-11-20",
+    "Mistral": "mistral-small-latest", "DeepSeek": "deepseek-chat", "Groq": "llama-3.3-70b-versatile",
+    "OpenRouter": "openai/gpt-4o", "Together": "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+    "Fireworks": "accounts/fireworks/models/llama-v3p1-8b-instruct", "xAI": "grok-code-fast-1",
+    "vLLM": "Qwen/Qwen2.5-7B-Instruct", "SGLang": "meta-llama/Llama-3.1-8B-Instruct",
+    "TGI": "tgi", "Ollama": "llama3.2", "LM Studio": "qwen2.5-7b-instruct",
+    "llama.cpp server": "gpt-3.5-turbo", "LiteLLM proxy": "claude-3-5-sonnet",
+}
+PAIRS = [(provider, value) for provider, values, _source in d.CHAT_PROVIDERS for value in values]
+
+
+def chunk(model: str, delta: dict, finish: str | None) -> bytes:
+    event = {"id": "chatcmpl-9f2", "object": "chat.completion.chunk", "created": 1764590000,
+             "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return b"data: " + json.dumps(event, separators=(",", ":")).encode() + b"\n\n"
+
+
+def stream(model: str, value: str) -> bytes:
+    """Role chunk, two text chunks, the finish chunk with ``value``, [DONE]; a tool call before
+    a tool finish, as such streams carry one."""
+    out = chunk(model, {"role": "assistant", "content": ""}, None)
+    out += chunk(model, {"content": "The answer"}, None) + chunk(model, {"content": " is 4."}, None)
+    if value == "tool_calls":
+        call = {"index": 0, "id": "call_1", "type": "function",
+                "function": {"name": "add", "arguments": '{"a": 2, "b": 2}'}}
+        out += chunk(model, {"tool_calls": [call]}, None)
+    elif value == "function_call":
+        out += chunk(model, {"function_call": {"name": "add", "arguments": '{"a": 2}'}}, None)
+    return out + chunk(model, {}, value) + b"data: [DONE]\n\n"
+
+
+def test_every_value_sent_has_a_row_and_every_row_a_sender():
+    sent = {value for _provider, value in PAIRS}
+    assert sent == set(d.CHAT_FINISH_REASONS)
+    assert sent == set(EXPECTED)
+    assert len({provider for provider, _v, _s in d.CHAT_PROVIDERS}) == len(d.CHAT_PROVIDERS)
+    for provider, values, source in d.CHAT_PROVIDERS:
+        assert source and len(values) == len(set(values)), provider
+
+
+@pytest.mark.parametrize(("provider", "value"), PAIRS, ids=[f"{p}-{v}" for p, v in PAIRS])
+def test_provider_finish_reason(judge, provider, value):
+    verdict = judge(stream(MODELS[provider], value), "chat")
+    assert verdict.category == EXPECTED[value], verdict
+    assert verdict.finish_reason_raw == value
+    assert verdict.retryable is (value in EXPECTED_RETRYABLE)
+    assert judge(stream(MODELS[provider], value), "auto") == verdict
+
+
+@pytest.mark.parametrize("dialect", d.CHAT_FORWARDED_DIALECTS)
+def test_values_gateways_forward_mean_what_they_mean_at_home(judge, dialect):
+    for value, meaning in d.FINISH_REASONS[dialect].items():
+        verdict = judge(stream("openrouter/auto", value), "chat")
+        assert verdict.finish_reason == meaning[0], value
+        assert verdict.finish_reason_raw == value
+
+
+def readme_tables() -> str:
+    """The README's two tables, from CHAT_PROVIDERS and the verdicts fastsse gives."""
+    import fastsse
+
+    lines = ["| value | normalized | category | retryable | sent by |", "|---|---|---|---|---|"]
+    for value in d.CHAT_FINISH_REASONS:
+        verdict = fastsse.scan(stream("m", value), "chat")
+        senders = ", ".join(p for p, values, _s in d.CHAT_PROVIDERS if value in values)
+        lines.append(f"| `{value}` | `{verdict.finish_reason}` | `{verdict.category}` | "
+                     f"{'yes' if verdict.retryable else 'no'} | {senders} |")
+    lines += ["", "| provider | finish reasons | source |", "|---|---|---|"]
+    for provider, values, source in d.CHAT_PROVIDERS:
+        lines.append(f"| {provider} | {', '.join(f'`{v}`' for v in values)} | {source} |")
+    return "\n".join(lines) + "\n"
+
+
+def test_the_readme_shows_the_table():
+    assert readme_tables() in README.read_text(), (
+        "the README's finish-reason tables are stale; print them with "
+        "`python tests/fastsse/test_finish_reasons.py`")
+
+
+if __name__ == "__main__":
+    sys.stdout.write(readme_tables())
