@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: test run bench clean
+.PHONY: test run bench bench-service clean
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest
@@ -15,6 +15,10 @@ run: $(VENV)/.installed
 
 bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/bench_scanner.py
+
+# The service against its bare HTTP stack, side by side (needs wrk, and PostgreSQL on 5432).
+bench-service: $(VENV)/.installed-bench
+	$(BIN)/python bench/bench_service.py $(ARGS)
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)

@@ -109,8 +109,8 @@ def huge_upload(service: Service, mib: int) -> None:
 
 def throughput(service: Service, clients: int, posts: int, words: int) -> None:
     body = chat_stream(words)
-    batches_before = (service.metric("db_write_batch_verdicts_sum"),
-                      service.metric("db_write_batch_verdicts_count"))
+    batches_before = (service.metric("fastsse_db_write_batch_verdicts_sum"),
+                      service.metric("fastsse_db_write_batch_verdicts_count"))
 
     def gateway(worker: int) -> list[float]:
         latencies = []
@@ -128,8 +128,8 @@ def throughput(service: Service, clients: int, posts: int, words: int) -> None:
     with concurrent.futures.ThreadPoolExecutor(clients) as pool:
         latencies = sorted(x for part in pool.map(gateway, range(clients)) for x in part)
     seconds = time.perf_counter() - started
-    verdicts = service.metric("db_write_batch_verdicts_sum") - batches_before[0]
-    transactions = service.metric("db_write_batch_verdicts_count") - batches_before[1]
+    verdicts = service.metric("fastsse_db_write_batch_verdicts_sum") - batches_before[0]
+    transactions = service.metric("fastsse_db_write_batch_verdicts_count") - batches_before[1]
     print(f"  {posts} posts of {len(body) / 1000:.1f} kB from {clients} concurrent gateways: "
           f"{posts / seconds:.0f} verdicts/s stored, latency p50 "
           f"{latencies[len(latencies) // 2] * 1000:.1f} ms, p99 "

@@ -58,18 +58,44 @@ def main(argv: list[str] | None = None) -> int:
     return _serve(args, settings)
 
 
-def _serve(args, settings) -> int:
+def server_options(settings) -> dict:
+    """How ``serve`` runs uvicorn; the benchmark runs its bare endpoint with the same."""
+    log_config = copy.deepcopy(uvicorn_logging())
+    log_config["loggers"]["service"] = {"handlers": ["default"], "level": settings.log_level.upper(),
+                                        "propagate": False}
+    return {"log_level": settings.log_level, "log_config": log_config, "access_log": False}
+
+
+def uvicorn_logging() -> dict:
     import uvicorn
 
-    if args.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    return uvicorn.config.LOGGING_CONFIG
+
+
+def server_stack() -> str:
+    """The event loop and HTTP parser uvicorn picks here."""
+    import importlib.util
+
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    return f"uvicorn, {loop}, {http}"
+
+
+def run_server(app: str, *, host: str, port: int, workers: int, settings,
+               factory: bool = False) -> None:
+    import uvicorn
+
+    if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Every worker writes its metrics here and /metrics merges them.  Set before any worker
         # imports prometheus_client: it picks its storage at import time.
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="fastsse-metrics-")
-    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
-    log_config["loggers"]["service"] = {"handlers": ["default"], "level": settings.log_level.upper(),
-                                        "propagate": False}
-    uvicorn.run("service.app:create_app", factory=True, host=args.host, port=args.port,
-                workers=args.workers, log_level=settings.log_level, log_config=log_config)
+    uvicorn.run(app, factory=factory, host=host, port=port, workers=workers,
+                **server_options(settings))
+
+
+def _serve(args, settings) -> int:
+    run_server("service.app:served_app", factory=True, host=args.host, port=args.port,
+               workers=args.workers, settings=settings)
     return 0
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.orm import Session, sessionmaker
 
 
@@ -21,6 +21,14 @@ def migrations_dir() -> Path:
 
 def is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of an SQLite URL (None for another backend or an in-memory database)."""
+    if not is_sqlite(url):
+        return None
+    database = make_url(url).database
+    return None if not database or database == ":memory:" else Path(database).resolve()
 
 
 def make_engine(url: str) -> Engine:

@@ -132,6 +132,17 @@ def count_stored(tool: str, row: dict) -> None:
         MODEL_FALLBACKS.labels(tool, protocol).inc()
 
 
+_INGEST_ANSWERS: dict[int, object] = {}
+
+
+def count_ingest_answer(status: int) -> None:
+    """One answer of POST /v1/streams, whatever it was (the route counts every one)."""
+    child = _INGEST_ANSWERS.get(status)
+    if child is None:
+        child = _INGEST_ANSWERS[status] = INGEST_REQUESTS.labels(str(status))
+    child.inc()
+
+
 def forget_this_process() -> None:
     """A worker that stops takes its live gauges with it (counters and histograms stay)."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
@@ -144,23 +155,3 @@ def render() -> tuple[bytes, str]:
         multiprocess.MultiProcessCollector(registry)
         return generate_latest(registry), CONTENT_TYPE_LATEST
     return generate_latest(), CONTENT_TYPE_LATEST
-
-
-class IngestStatusMiddleware:
-    """Counts every answer to the ingest route by status, 401 and 422 included."""
-
-    def __init__(self, app, path: str) -> None:
-        self.app = app
-        self.path = path
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["path"].rstrip("/") != self.path:
-            await self.app(scope, receive, send)
-            return
-
-        async def counting_send(message):
-            if message["type"] == "http.response.start":
-                INGEST_REQUESTS.labels(str(message["status"])).inc()
-            await send(message)
-
-        await self.app(scope, receive, counting_send)

@@ -88,7 +88,7 @@ class StoredVerdict(Base):
 
 
 class VerdictRollup(Base):
-    """Counts per minute, kept up to date in the same transaction as the verdict rows.
+    """Counts per minute and writer, kept up to date in the same transaction as the verdict rows.
 
     Rates read these: O(buckets) whatever the number of verdict rows, and they
     outlive the rows that retention deletes.
@@ -101,6 +101,9 @@ class VerdictRollup(Base):
     tool: Mapped[str] = mapped_column(String(64), primary_key=True)
     protocol: Mapped[str] = mapped_column(String(16), primary_key=True)
     category: Mapped[str] = mapped_column(String(32), primary_key=True)
+    # Each writer (one per worker process) adds to rows of its own shard, so that two writers
+    # never wait for each other's row locks; readers sum over the shards.
+    shard: Mapped[int] = mapped_column(Integer, primary_key=True)
     verdicts: Mapped[int] = mapped_column(BigInteger)
     silent: Mapped[int] = mapped_column(BigInteger)
     model_fallbacks: Mapped[int] = mapped_column(BigInteger)

@@ -1,29 +1,38 @@
-"""The writer: one thread that commits verdicts in shared transactions (group commit).
+"""The writer: one thread per process that commits verdicts in shared transactions (group commit).
 
 Requests put their row on a bounded queue and wait.  The writer takes whatever has queued up
 (up to a batch), writes all rows and their per-minute rollups in one transaction, commits, and
 only then answers each request.  A full queue or a failed transaction answers 503: a 2xx is only
 ever sent for a committed row.  Old rows are pruned between batches (rollups are kept).
+
+The thread shares the interpreter with the event loop, so a batch costs it as little Python as
+can be: one statement for all rows of a batch (PostgreSQL: ``unnest`` of one array per column,
+prepared once; SQLite: one prepared statement per row, no SQLAlchemy on the way), its rollups in
+one more, and one wake-up of the event loop that answers every request of the batch.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import json
 import dataclasses
+import fcntl
 import logging
+import os
 import queue
+import random
 import threading
 import time
 from collections import defaultdict
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 from sqlalchemy import Engine, delete, select, tuple_
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
 from . import metrics
-from .db import as_utc
+from .db import as_utc, sqlite_path
 from .models import StoredVerdict, VerdictRollup
 
 log = logging.getLogger("service.writer")
@@ -53,11 +62,144 @@ class WriteResult:
 class _Pending:
     row: dict
     tool_label: str
-    done: concurrent.futures.Future
+    done: asyncio.Future
+    loop: asyncio.AbstractEventLoop
 
 
 def minute_of(moment: datetime) -> datetime:
     return as_utc(moment).replace(second=0, microsecond=0)
+
+
+# -- how a batch reaches each database ------------------------------------------------------
+# A whole batch is one parameter: a JSON array of its rows, which the database turns back into
+# rows (PostgreSQL: json_populate_recordset; SQLite: json_each).  Encoding that array is one
+# call of the C JSON encoder, where binding every value of every row would be Python work.
+VERDICT_COLUMNS = tuple(c.name for c in StoredVerdict.__table__.columns if c.name != "id")
+ROLLUP_COLUMNS = tuple(c.name for c in VerdictRollup.__table__.columns)
+ROLLUP_KEY = tuple(c.name for c in VerdictRollup.__table__.primary_key.columns)
+ROLLUP_COUNTS = tuple(name for name in ROLLUP_COLUMNS if name not in ROLLUP_KEY)
+_ADD_COUNTS = ", ".join(f"{n} = verdict_rollups.{n} + excluded.{n}" for n in ROLLUP_COUNTS)
+
+
+class _Store:
+    """Writes a batch of rows and its rollups in one transaction, on a connection of its own
+    that it keeps from batch to batch (a connection from the pool would be pinged at every
+    checkout) and drops after a failure, so that the next batch connects afresh."""
+
+    def __init__(self, engine: Engine, shard: int) -> None:
+        self._engine = engine
+        self._shard = shard
+        self._connection = None
+        self.lock = nullcontext()  # held around every write of the database (see SQLite's)
+        # Times go into the JSON as the database reads them: ISO 8601 for PostgreSQL, and for
+        # SQLite the text SQLAlchemy stores (so that reads through SQLAlchemy find them).
+        processor = StoredVerdict.__table__.c.received_at.type.dialect_impl(
+            engine.dialect).bind_processor(engine.dialect)
+        self._time_text = processor or datetime.isoformat
+
+    def insert(self, rows: list[dict]) -> dict[tuple[str, str], int]:
+        """Insert the rows that are new (a duplicate key inserts nothing) and their rollups,
+        commit, and return the new rows' ids by (gateway, stream_id)."""
+        time_text = self._time_text
+        batch = json.dumps([{**row, "received_at": time_text(row["received_at"])}
+                            for row in rows])
+        if self._connection is None:
+            self._connection = self._engine.raw_connection()
+        try:
+            return self._write(self._connection.driver_connection, batch, rows)
+        except BaseException:
+            connection, self._connection = self._connection, None
+            try:
+                connection.invalidate()
+            except Exception:  # the connection is gone already
+                pass
+            raise
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()  # back to the pool
+            self._connection = None
+
+
+class _PostgresStore(_Store):
+    """One statement a batch, in autocommit: the rows, and their rollups counted from exactly
+    the rows it inserted, in one atomic statement that commits as it ends (one round trip)."""
+
+    STATEMENT = (
+        f"WITH inserted AS (INSERT INTO verdicts ({', '.join(VERDICT_COLUMNS)}) "
+        f"SELECT {', '.join(VERDICT_COLUMNS)} FROM json_populate_recordset(NULL::verdicts, %s) "
+        f"ON CONFLICT (gateway, stream_id) DO NOTHING "
+        f"RETURNING id, gateway, stream_id, received_at, tool, protocol, category, silent, "
+        f"model_fallback, bytes), "
+        f"rolled AS (INSERT INTO verdict_rollups ({', '.join(ROLLUP_COLUMNS)}) "
+        f"SELECT date_trunc('minute', received_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', "
+        f"gateway, tool, protocol, category, %s, count(*), count(*) FILTER (WHERE silent), "
+        f"count(*) FILTER (WHERE model_fallback), sum(bytes) FROM inserted "
+        f"GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5 "
+        f"ON CONFLICT ({', '.join(ROLLUP_KEY)}) DO UPDATE SET {_ADD_COUNTS}) "
+        f"SELECT gateway, stream_id, id FROM inserted")
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.driver_connection.autocommit = False  # as the pool hands it out
+        super().close()
+    assert ROLLUP_COLUMNS == ("minute", "gateway", "tool", "protocol", "category", "shard",
+                              "verdicts", "silent", "model_fallbacks", "bytes")
+
+    def _write(self, connection, batch: str, rows: list[dict]) -> dict[tuple[str, str], int]:
+        connection.autocommit = True  # reset when it goes back to the pool (close)
+        with connection.cursor() as cursor:
+            cursor.execute(self.STATEMENT, (batch, self._shard), prepare=True)
+            return {(gateway, stream_id): row_id for gateway, stream_id, row_id in cursor}
+
+
+class _SqliteStore(_Store):
+    """SQLite has no INSERT inside WITH: the rows in one statement, the rollups counted here
+    in another, then COMMIT."""
+
+    INSERT_VERDICTS = (
+        f"INSERT INTO verdicts ({', '.join(VERDICT_COLUMNS)}) "
+        f"SELECT {', '.join(f'json_extract(value, {chr(39)}$.{c}{chr(39)})' for c in VERDICT_COLUMNS)} "
+        # "WHERE true" keeps SQLite from reading ON CONFLICT as part of the SELECT
+        f"FROM json_each(?) WHERE true "
+        f"ON CONFLICT (gateway, stream_id) DO NOTHING RETURNING gateway, stream_id, id")
+    ADD_ROLLUPS = (
+        f"INSERT INTO verdict_rollups ({', '.join(ROLLUP_COLUMNS)}) "
+        f"VALUES ({', '.join('?' * len(ROLLUP_COLUMNS))}) "
+        f"ON CONFLICT ({', '.join(ROLLUP_KEY)}) DO UPDATE SET {_ADD_COUNTS}")
+
+    def __init__(self, engine: Engine, shard: int) -> None:
+        super().__init__(engine, shard)
+        self.lock = _SqliteWriteLock(sqlite_path(engine.url.render_as_string()))
+
+    def _write(self, connection, batch: str, rows: list[dict]) -> dict[tuple[str, str], int]:
+        with self.lock:
+            cursor = connection.cursor()
+            try:
+                new_ids = {(gateway, stream_id): row_id for gateway, stream_id, row_id
+                           in cursor.execute(self.INSERT_VERDICTS, (batch,)).fetchall()}
+                by_key = {(row["gateway"], row["stream_id"]): row for row in rows}
+                cursor.executemany(self.ADD_ROLLUPS, self._rollups(
+                    by_key[key] for key in new_ids))
+            finally:
+                cursor.close()
+            connection.commit()
+        return new_ids
+
+    def _rollups(self, rows) -> list[tuple]:
+        """The additions to the per-minute rollups, sorted so that writers lock rollup rows in
+        one order; as the PostgreSQL statement counts them."""
+        buckets: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+        for row in rows:
+            key = (minute_of(row["received_at"]), row["gateway"], row["tool"], row["protocol"],
+                   row["category"])
+            counts = buckets[key]
+            counts[0] += 1
+            counts[1] += row["silent"]
+            counts[2] += row["model_fallback"]
+            counts[3] += row["bytes"]
+        return [(self._time_text(key[0]), *key[1:], self._shard, *counts)
+                for key, counts in sorted(buckets.items())]
 
 
 class VerdictWriter:
@@ -68,17 +210,25 @@ class VerdictWriter:
         queue_size: int,
         batch_size: int,
         metrics_tools: frozenset[str],
+        batch_wait_seconds: float = 0.0,
         retention_days: float = 0.0,
         retention_interval_seconds: float = 3600.0,
     ) -> None:
         self._engine = engine
-        self._queue: queue.Queue[_Pending | None] = queue.Queue(maxsize=queue_size)
+        self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
+        self._queue_size = queue_size
+        self._waiting = 0  # rows queued and not yet taken by the writer (the queue's bound)
+        self._waiting_lock = threading.Lock()
         self._batch_size = batch_size
+        self._batch_wait = batch_wait_seconds
         self._metrics_tools = metrics_tools
         self._retention = timedelta(days=retention_days) if retention_days else None
         self._retention_interval = retention_interval_seconds
         self._next_prune = 0.0
-        self._insert = postgresql.insert if engine.dialect.name == "postgresql" else sqlite.insert
+        # This writer's own rollup rows (see VerdictRollup.shard).
+        self.shard = random.randrange(1, 2**31)
+        postgres = engine.dialect.name == "postgresql"
+        self._store = (_PostgresStore if postgres else _SqliteStore)(engine, self.shard)
         self._thread = threading.Thread(target=self._run, name="verdict-writer", daemon=True)
 
     def start(self) -> None:
@@ -88,26 +238,31 @@ class VerdictWriter:
         """Commit what is queued, then stop."""
         self._queue.put(None)
         self._thread.join()
+        self._store.close()
 
     async def write(self, row: dict, *, timeout: float) -> WriteResult:
-        pending = _Pending(row, metrics.tool_label(row["tool"], self._metrics_tools),
-                           concurrent.futures.Future())
-        try:
-            self._queue.put_nowait(pending)
-        except queue.Full:
-            raise WriterUnavailable("the write queue is full") from None
+        loop = asyncio.get_running_loop()
+        with self._waiting_lock:
+            if self._waiting >= self._queue_size:
+                raise WriterUnavailable("the write queue is full")
+            self._waiting += 1
+        done = loop.create_future()
+        self._queue.put(_Pending(row, metrics.tool_label(row["tool"], self._metrics_tools), done,
+                                 loop))
         metrics.DB_WRITE_QUEUE_DEPTH.inc()
+        # The row may still be committed after the timeout; a retry with the same stream_id
+        # then gets the stored verdict back (200), so nothing is counted twice.
+        timer = loop.call_later(timeout, _expire, done)
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(pending.done), timeout)
-        except asyncio.TimeoutError:  # the builtin TimeoutError from Python 3.11 on
-            # The row may still be committed later; a retry with the same stream_id then gets
-            # the stored verdict back (200), so nothing is counted twice.
-            raise WriterUnavailable("the database did not commit in time") from None
+            return await done
+        finally:
+            timer.cancel()
 
     # -- the writer thread ------------------------------------------------------------------
 
     def _run(self) -> None:
         stopping = False
+        shared = False  # the last commit carried more than one verdict: they arrive together
         while not stopping:
             try:
                 # Wake up now and then even when idle, so retention runs without traffic.
@@ -120,16 +275,25 @@ class VerdictWriter:
                 stopping = True
             else:
                 batch.append(first)
+            # Under load, a commit that waits a moment for more verdicts carries more of them:
+            # fewer transactions, less work per verdict for the writer and for the database.
+            # It waits only while verdicts arrive together, so that a quiet service commits
+            # each verdict at once.
+            deadline = time.monotonic() + (self._batch_wait if shared else 0.0)
             while len(batch) < self._batch_size:
                 try:
-                    item = self._queue.get_nowait()
+                    left = deadline - time.monotonic()
+                    item = self._queue.get(timeout=left) if left > 0 else self._queue.get_nowait()
                 except queue.Empty:
                     break
                 if item is None:
                     stopping = True
                     break
                 batch.append(item)
+            shared = len(batch) > 1
             if batch:
+                with self._waiting_lock:
+                    self._waiting -= len(batch)
                 metrics.DB_WRITE_QUEUE_DEPTH.dec(len(batch))
                 self._commit(batch)
             self._prune_when_due()
@@ -142,49 +306,37 @@ class VerdictWriter:
             # Whatever went wrong, the transaction rolled back: answer 503 and keep the thread
             # alive for the next batch.  Database trouble is expected; anything else is a bug.
             metrics.DB_WRITE_ERRORS.inc()
-            if isinstance(exc, SQLAlchemyError):
+            if isinstance(exc, SQLAlchemyError) or _is_driver_error(exc):
                 log.warning("group commit of %d verdicts failed: %s", len(batch),
                             type(exc).__name__)
             else:
                 log.exception("group commit of %d verdicts failed", len(batch))
-            for pending in batch:
-                _settle(pending.done, exception=WriterUnavailable("the database is unavailable"))
+            failure = WriterUnavailable("the database is unavailable")
+            _answer(batch, [failure] * len(batch))
             return
         metrics.DB_WRITE_SECONDS.observe(time.perf_counter() - started)
         metrics.DB_WRITE_BATCH.observe(len(batch))
         for pending, result in zip(batch, results):
             if result.outcome == CREATED:
                 metrics.count_stored(pending.tool_label, result.row)
-            _settle(pending.done, result=result)
+        _answer(batch, results)
 
     def _write_batch(self, rows: list[dict]) -> list[WriteResult]:
         """Insert the rows and their rollups in one transaction; a duplicate key inserts nothing."""
         first_of_key: dict[tuple[str, str], dict] = {}
         for row in rows:
             first_of_key.setdefault((row["gateway"], row["stream_id"]), row)
-        candidates = list(first_of_key.values())
-
-        with self._engine.begin() as connection:
+        new_ids = self._store.insert(list(first_of_key.values()))
+        stored = {key: {**first_of_key[key], "id": row_id} for key, row_id in new_ids.items()}
+        missing = [key for key in first_of_key if key not in new_ids]
+        if missing:  # stored before: committed by now, read them back as any reader would
             table = StoredVerdict.__table__
-            inserted = connection.execute(
-                self._insert(table)
-                .on_conflict_do_nothing(index_elements=["gateway", "stream_id"])
-                .returning(table.c.gateway, table.c.stream_id, table.c.id),
-                candidates,
-            ).all()
-            new_ids = {(g, s): row_id for g, s, row_id in inserted}
-            stored: dict[tuple[str, str], dict] = {}
-            for key, row in first_of_key.items():
-                if key in new_ids:
-                    stored[key] = {**row, "id": new_ids[key]}
-            missing = [key for key in first_of_key if key not in new_ids]
-            if missing:
+            with self._engine.connect() as connection:
                 existing = connection.execute(
                     select(table).where(tuple_(table.c.gateway, table.c.stream_id).in_(missing))
                 ).mappings()
                 for found in existing:
                     stored[(found["gateway"], found["stream_id"])] = dict(found)
-            self._add_to_rollups(connection, [stored[key] for key in new_ids])
 
         results = []
         for row in rows:
@@ -198,43 +350,13 @@ class VerdictWriter:
                 results.append(WriteResult(CONFLICT, kept))
         return results
 
-    def _add_to_rollups(self, connection, rows: list[dict]) -> None:
-        buckets: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-        for row in rows:
-            key = (minute_of(row["received_at"]), row["gateway"], row["tool"], row["protocol"],
-                   row["category"])
-            counts = buckets[key]
-            counts[0] += 1
-            counts[1] += row["silent"]
-            counts[2] += row["model_fallback"]
-            counts[3] += row["bytes"]
-        if not buckets:
-            return
-        table = VerdictRollup.__table__
-        values = [
-            {"minute": k[0], "gateway": k[1], "tool": k[2], "protocol": k[3], "category": k[4],
-             "verdicts": c[0], "silent": c[1], "model_fallbacks": c[2], "bytes": c[3]}
-            # Sorted, so that writers in several processes lock rollup rows in the same order.
-            for k, c in sorted(buckets.items())
-        ]
-        statement = self._insert(table)
-        connection.execute(
-            statement.on_conflict_do_update(
-                index_elements=["minute", "gateway", "tool", "protocol", "category"],
-                set_={
-                    name: table.c[name] + statement.excluded[name]
-                    for name in ("verdicts", "silent", "model_fallbacks", "bytes")
-                },
-            ),
-            values,
-        )
-
     def _prune_when_due(self) -> None:
         if self._retention is None or time.monotonic() < self._next_prune:
             return
         self._next_prune = time.monotonic() + self._retention_interval
         try:
-            deleted = prune(self._engine, datetime.now(timezone.utc) - self._retention)
+            with self._store.lock:
+                deleted = prune(self._engine, datetime.now(timezone.utc) - self._retention)
         except SQLAlchemyError as exc:
             log.warning("pruning old verdicts failed: %s", type(exc).__name__)
             self._next_prune = time.monotonic() + 60
@@ -257,11 +379,65 @@ def prune(engine: Engine, older_than: datetime) -> int:
             return total
 
 
-def _settle(future: concurrent.futures.Future, *, result=None, exception=None) -> None:
-    try:
-        if exception is not None:
-            future.set_exception(exception)
+class _SqliteWriteLock:
+    """One writer at a time across the processes of one SQLite file, with an flock beside it.
+
+    SQLite lets one transaction write at a time and makes the others poll for its lock, sleeping
+    longer and longer; a blocking flock hands the turn over the moment the writer before commits.
+    """
+
+    def __init__(self, database: Path | None) -> None:
+        self._path = None if database is None else Path(f"{database}.writer-lock")
+        self._fd: int | None = None
+        self._local = threading.Lock()  # the prune and the batches of one process
+
+    def __enter__(self):
+        self._local.acquire()
+        if self._path is None:  # an in-memory database: one process only
+            return self
+        try:
+            if self._fd is None:
+                self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        except BaseException:
+            self._local.release()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        self._local.release()
+
+
+def _is_driver_error(exc: Exception) -> bool:
+    """A database error raised by the driver itself (the writer uses it without SQLAlchemy)."""
+    module = type(exc).__module__
+    return module.startswith(("psycopg", "sqlite3"))
+
+
+def _expire(done: asyncio.Future) -> None:
+    if not done.done():
+        done.set_exception(WriterUnavailable("the database did not commit in time"))
+
+
+def _answer(batch: list[_Pending], outcomes: list) -> None:
+    """Hand every request its result with one wake-up of each event loop involved."""
+    by_loop: dict[asyncio.AbstractEventLoop, list] = defaultdict(list)
+    for pending, outcome in zip(batch, outcomes):
+        by_loop[pending.loop].append((pending.done, outcome))
+    for loop, answers in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(_settle, answers)
+        except RuntimeError:
+            pass  # that loop has closed: nobody is waiting any more
+
+
+def _settle(answers: list) -> None:
+    for done, outcome in answers:
+        if done.done():
+            continue  # the request stopped waiting (timeout or disconnect); the commit stands
+        if isinstance(outcome, BaseException):
+            done.set_exception(outcome)
         else:
-            future.set_result(result)
-    except concurrent.futures.InvalidStateError:
-        pass  # the request stopped waiting (timeout or disconnect); the commit stands
+            done.set_result(outcome)

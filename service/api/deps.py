@@ -16,7 +16,7 @@ from ..config import Settings
 UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
 
 
-def get_app_settings(request: Request) -> Settings:
+async def get_app_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
@@ -57,7 +57,7 @@ def ingest_caller(request: Request) -> Gateway:
     return Gateway(None, check)
 
 
-def read_caller(request: Request) -> str:
+async def read_caller(request: Request) -> str:
     name = request.app.state.read_credentials.bearer(request.headers.get("authorization"))
     if name is None:
         raise HTTPException(401, "send Authorization: Bearer <read token>", headers=UNAUTHORIZED)
@@ -70,5 +70,4 @@ def invalid_parameter(name: str, value: str, reason: str) -> RequestValidationEr
                                     "input": value}])
 
 
-IngestCaller = Annotated[Gateway, Depends(ingest_caller)]
 ReadCaller = Annotated[str, Depends(read_caller)]

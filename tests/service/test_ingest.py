@@ -280,3 +280,26 @@ def test_max_event_bytes_is_handed_to_fastsse(serve):
         big = b'data: {"choices": [{"index": 0, "delta": {"content": "' + b"x" * 400 + b'"}}]}\n\n'
         verdict = post(http, big + chat_stream(), stream_id="big").json()
         assert verdict["category"] == "limit_exceeded" and verdict["limit"] is not None
+
+
+def test_a_parameter_given_twice_is_refused_and_unknown_ones_are_ignored(client, database_url):
+    twice = client.post("/v1/streams?stream_id=a&stream_id=b", content=chat_stream(),
+                        headers=INGEST)
+    assert twice.status_code == 422
+    assert twice.json()["detail"][0]["loc"] == ["query", "stream_id"]
+    assert stored_rows(database_url) == []
+    newer = post(client, chat_stream(), stream_id="n-1", sent_by="a newer gateway")
+    assert newer.status_code == 201
+
+
+def test_the_openapi_document_describes_every_ingest_parameter(client):
+    from service.ingest import PARAMETERS
+
+    operation = client.get("/openapi.json").json()["paths"]["/v1/streams"]["post"]
+    documented = {p["name"]: p for p in operation["parameters"]}
+    assert list(documented) == [p.name for p in PARAMETERS]
+    assert documented["stream_id"]["required"] is True
+    assert documented["protocol"]["schema"]["enum"] == ["auto", "chat", "responses",
+                                                        "anthropic", "gemini"]
+    assert documented["upstream_status"]["schema"]["maximum"] == 599
+    assert {"200", "201", "401", "409", "413", "422", "503"} <= set(operation["responses"])

@@ -1,0 +1,390 @@
+"""The ingestion service against its own HTTP stack, side by side in one run, driven by wrk.
+
+Starts, one after another on 127.0.0.1: the bare endpoint (``bench/bare_app.py``: the same
+server stack and route, reading the body and answering a small JSON), then the service on
+SQLite and on PostgreSQL, each with 1 and 2 workers, and drives each with the same load from
+``wrk`` (a C load generator: a Python client would measure itself).  Every post is a complete
+stream with a new ``stream_id``, so every one is judged, stored and committed.
+
+Prints requests/s, p50 and p99 per configuration and the ratio to the bare endpoint with the
+same number of workers; then MB/s and streams/s by stream size (2 KB, 20 KB, 200 KB) and for a
+mix of the four dialects; then where the service's CPU goes (a py-spy sampling profile of one
+worker under the same load, grouped by what the code does).
+
+    python bench/bench_service.py                 # about 5 minutes
+    python bench/bench_service.py --quick         # about a minute: shorter runs, fewer rows
+    python bench/bench_service.py --only pg2      # one configuration
+
+Needs ``wrk`` (Debian package) and, for the profile, ``py-spy`` (PyPI); PostgreSQL at
+127.0.0.1:5432 with trust auth (``--admin-dsn``), where it creates and drops a scratch database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import psycopg
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from loadtests.streams import DIALECTS, complete_stream  # noqa: E402
+
+TOKEN = "bench-secret-token"
+ADMIN_DSN = "host=127.0.0.1 port=5432 dbname=postgres user=postgres"
+
+WRK_SCRIPT = r"""
+-- Each wrk thread posts the bodies in turn, each post with a new stream_id.
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", threads)
+end
+
+function init(args)
+  prefix = args[1] .. "-" .. tid .. "-"
+  bodies = {}
+  for i = 2, #args do
+    local f = assert(io.open(args[i], "rb"))
+    bodies[#bodies + 1] = f:read("*a")
+    f:close()
+  end
+  counter = 0
+  headers = {["Authorization"] = "Bearer TOKEN", ["Content-Type"] = "text/event-stream"}
+end
+
+function request()
+  counter = counter + 1
+  local body = bodies[(counter % #bodies) + 1]
+  return wrk.format("POST", "/v1/streams?stream_id=" .. prefix .. counter .. "&tool=codex",
+                    headers, body)
+end
+
+function done(summary, latency, requests)
+  io.write(string.format("RESULT %d %d %d %d %d %d %d\n", summary.requests, summary.duration,
+    summary.errors.status, summary.errors.connect + summary.errors.read + summary.errors.write
+    + summary.errors.timeout, latency:percentile(50), latency:percentile(99), summary.bytes))
+end
+""".replace("TOKEN", TOKEN)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Server:
+    """A server process on 127.0.0.1 (the service, or the bare endpoint)."""
+
+    def __init__(self, command: list[str], env: dict, log: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        self._log = open(log, "wb")
+        self.process = subprocess.Popen(
+            [*command, "--port", str(self.port)], cwd=REPO, stdout=self._log,
+            stderr=subprocess.STDOUT, env={**os.environ, **env}, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise SystemExit(f"{command} did not start:\n{log.read_text()}")
+            time.sleep(0.1)
+
+    def worker_pids(self) -> list[int]:
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        pids = [int(p) for p in children.read_text().split()] if children.exists() else []
+        return pids or [self.process.pid]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self._log.close()
+
+
+def wrk(url: str, bodies: list[Path], *, seconds: float, connections: int, threads: int,
+        script: Path, tag: str) -> dict:
+    command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds:g}s", "--timeout", "10s",
+               "-s", str(script), url, "--", tag, *map(str, bodies)]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    match = re.search(r"^RESULT (\d+) (\d+) (\d+) (\d+) (\d+) (\d+) (\d+)$", out, re.M)
+    if not match:
+        raise SystemExit(f"wrk printed no result:\n{out}")
+    requests, micros, bad_status, socket_errors, p50, p99, _bytes = map(int, match.groups())
+    return {"requests": requests, "rps": requests / (micros / 1e6), "p50_ms": p50 / 1000,
+            "p99_ms": p99 / 1000, "non_2xx": bad_status, "socket_errors": socket_errors}
+
+
+class Scratch:
+    """Fresh databases for each run: SQLite files in a temporary directory, PostgreSQL
+    databases on the admin server (dropped at the end)."""
+
+    def __init__(self, admin_dsn: str, root: Path) -> None:
+        self.admin_dsn = admin_dsn
+        self.root = root
+        self.created: list[str] = []
+
+    def sqlite(self) -> str:
+        return f"sqlite:///{self.root / f'bench-{uuid.uuid4().hex[:8]}.sqlite3'}"
+
+    def postgres(self) -> str:
+        name = f"fastsse_bench_{uuid.uuid4().hex[:10]}"
+        with psycopg.connect(self.admin_dsn, autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{name}"')
+        self.created.append(name)
+        parts = dict(item.split("=", 1) for item in self.admin_dsn.split())
+        return (f"postgresql+psycopg://{parts.get('user', 'postgres')}@"
+                f"{parts.get('host', '127.0.0.1')}:{parts.get('port', '5432')}/{name}")
+
+    def drop(self) -> None:
+        with psycopg.connect(self.admin_dsn, autocommit=True) as admin:
+            for name in self.created:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def start_service(database_url: str, workers: int, log: Path) -> Server:
+    return Server([sys.executable, "-m", "service", "serve", "--workers", str(workers)],
+                  {"DATABASE_URL": database_url, "INGEST_TOKENS": f"bench:{TOKEN}",
+                   "RETENTION_DAYS": "0"}, log)
+
+
+def start_bare(workers: int, log: Path) -> Server:
+    # The service's own server options (event loop, HTTP parser, logging), on the bare app.
+    return Server([sys.executable, str(REPO / "bench" / "bare_app.py"), "--workers",
+                   str(workers)], {}, log)
+
+
+def committed_rows(server: Server) -> int:
+    text = httpx.get(f"{server.url}/metrics").text
+    return int(sum(float(v) for v in re.findall(r"^fastsse_streams_total\{[^}]*\} (\S+)$",
+                                                 text, re.M)))
+
+
+def run_load(server: Server, bodies: list[Path], args, script: Path, tag: str) -> dict:
+    wrk(server.url, bodies, seconds=args.warmup, connections=args.connections,
+        threads=args.threads, script=script, tag=tag + "w")
+    return wrk(server.url, bodies, seconds=args.seconds, connections=args.connections,
+               threads=args.threads, script=script, tag=tag)
+
+
+def print_row(name: str, result: dict, bare: dict | None = None, extra: str = "") -> None:
+    ratio = f"{result['rps'] / bare['rps'] * 100:5.0f} %" if bare else "      "
+    errors = result["non_2xx"] + result["socket_errors"]
+    print(f"  {name:<34} {result['rps']:8.0f} {result['p50_ms']:7.1f} {result['p99_ms']:7.1f}"
+          f"   {ratio}  {errors:>6}{extra}", flush=True)
+
+
+# --------------------------------------------------------------------------- the profile
+# What each sampled stack was doing, by the first frame (from the leaf) that says so.
+PROFILE_GROUPS = (
+    ("scanning (fastsse)", ("fastsse/", "judging.py:feed:scan", "judging.py:close")),
+    ("hashing (sha256)", ("judging.py:feed:digest",)),
+    ("logging", ("logging/",)),
+    ("metrics (prometheus_client)", ("prometheus_client/",)),
+    ("database driver (psycopg, sqlite3)", ("psycopg/", "psycopg_pool/", "sqlite3/",
+                                            "sqlalchemy/engine/default.py:do_execute")),
+    ("SQLAlchemy (statements, rows, pool)", ("sqlalchemy/",)),
+    ("writer thread (batching, rollups)", ("service/writer.py",)),
+    ("validation (FastAPI, pydantic)", ("fastapi/dependencies/", "pydantic/", "pydantic_core/",
+                                        "fastapi/_compat", "service/api/deps.py")),
+    ("response building (JSON)", ("json/", "starlette/responses.py", "fastapi/encoders.py",
+                                  "service/api/schemas.py")),
+    ("HTTP parsing and protocol (uvicorn)", ("uvicorn/protocols/", "httptools/", "h11/")),
+    ("routing and middleware (Starlette)", ("starlette/", "fastapi/routing.py",
+                                            "fastapi/applications.py")),
+    ("the ingest route (service)", ("service/",)),
+    ("event loop (asyncio, uvloop)", ("asyncio/", "uvloop/", "anyio/", "concurrent/",
+                                      "threading.py", "queue.py")),
+)
+
+
+def classify(frames: list[str]) -> str:
+    for frame in reversed(frames):  # leaf first
+        # py-spy raw frames: "function (path/to/file.py:line)"
+        match = re.match(r"^(.*) \((.*):(\d+)\)$", frame)
+        if not match:
+            continue
+        function, path, line = match.groups()
+        key = path.replace("\\", "/")
+        if key.endswith("service/judging.py") and function == "feed":
+            source = (REPO / "service" / "judging.py").read_text().splitlines()
+            text = source[int(line) - 1] if int(line) <= len(source) else ""
+            key = "judging.py:feed:" + ("digest" if "digest" in text else "scan")
+        elif key.endswith("service/judging.py") and function == "close":
+            key = "judging.py:close"
+        for group, needles in PROFILE_GROUPS:
+            if any(needle in key for needle in needles):
+                return group
+    return "other"
+
+
+def profile(server: Server, bodies: list[Path], args, script: Path, scratch: Path) -> None:
+    if not shutil.which("py-spy") and not (Path(sys.executable).parent / "py-spy").exists():
+        print("  (py-spy is not installed: pip install py-spy)")
+        return
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    pid = server.worker_pids()[0]
+    out = scratch / "profile.txt"
+    recorder = subprocess.Popen(
+        [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "250", "--nonblocking",
+         "--threads", "--duration", str(int(args.seconds)), "--output", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(0.5)
+    wrk(server.url, bodies, seconds=args.seconds, connections=args.connections,
+        threads=args.threads, script=script, tag="profile")
+    _, errors = recorder.communicate(timeout=60)
+    if recorder.returncode != 0 or not out.exists():
+        print(f"  (py-spy failed: {errors.decode(errors='replace').strip()[:300]})")
+        return
+    groups: collections.Counter[str] = collections.Counter()
+    threads: collections.Counter[str] = collections.Counter()
+    for line in out.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        frames = stack.split(";")
+        thread = frames[0] if frames and frames[0].startswith("thread") else "?"
+        threads["writer" if "writer.py" in stack else "event loop"] += int(count)
+        groups[classify(frames)] += int(count)
+    total = sum(groups.values()) or 1
+    print(f"  {total} samples of worker pid {pid} at 250 Hz over {args.seconds:g} s "
+          f"(CPU time only; {threads['writer'] / total * 100:.0f} % in the writer thread)")
+    for group, count in groups.most_common():
+        print(f"  {count / total * 100:5.1f} %  {group}")
+
+
+# --------------------------------------------------------------------------- main
+CONFIGS = {
+    "bare1": ("bare endpoint, 1 worker", None, 1),
+    "bare2": ("bare endpoint, 2 workers", None, 2),
+    "sqlite1": ("service, SQLite, 1 worker", "sqlite", 1),
+    "sqlite2": ("service, SQLite, 2 workers", "sqlite", 2),
+    "pg1": ("service, PostgreSQL, 1 worker", "postgres", 1),
+    "pg2": ("service, PostgreSQL, 2 workers", "postgres", 2),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=12)
+    parser.add_argument("--warmup", type=float, default=3)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--size", type=int, default=20_000, help="bytes per stream (main table)")
+    parser.add_argument("--quick", action="store_true", help="5 s runs, main table only")
+    parser.add_argument("--only", choices=sorted(CONFIGS), action="append")
+    parser.add_argument("--no-sizes", action="store_true")
+    parser.add_argument("--no-profile", action="store_true")
+    parser.add_argument("--admin-dsn", default=ADMIN_DSN)
+    args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.warmup, args.no_sizes = 5, 2, True
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is not installed (Debian: apt-get install wrk)")
+
+    with tempfile.TemporaryDirectory(prefix="bench-service-") as tmp:
+        root = Path(tmp)
+        script = root / "post.lua"
+        script.write_text(WRK_SCRIPT)
+        bodies = {}
+        for dialect in DIALECTS:
+            for size in (2_000, 20_000, 200_000, args.size):
+                path = root / f"{dialect}-{size}.sse"
+                path.write_bytes(complete_stream(dialect, size, seed=size))
+                bodies[dialect, size] = path
+        main_body = [bodies["chat", args.size]]
+        scratch = Scratch(args.admin_dsn, root)
+        import fastsse
+        from service.__main__ import server_stack
+
+        print(f"fastsse {fastsse.__version__} ({fastsse.IMPLEMENTATION} scanner), "
+              f"{os.cpu_count()} CPUs, server stack: {server_stack()}")
+        print(f"load: wrk -t{args.threads} -c{args.connections} -d{args.seconds:g}s "
+              f"(after {args.warmup:g} s of warm-up), POST of a complete "
+              f"{main_body[0].stat().st_size / 1000:.1f} kB chat stream, a new stream_id each;"
+              " durable commits (PostgreSQL synchronous_commit=on, SQLite synchronous=FULL)")
+        print(f"\n  {'configuration':<34} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7}   "
+              f"{'of bare':>7}  {'errors':>6}")
+        results = {}
+        try:
+            for key, (name, backend, workers) in CONFIGS.items():
+                if args.only and key not in args.only:
+                    continue
+                log = root / f"{key}.log"
+                if backend is None:
+                    server = start_bare(workers, log)
+                else:
+                    url = scratch.sqlite() if backend == "sqlite" else scratch.postgres()
+                    server = start_service(url, workers, log)
+                try:
+                    result = run_load(server, main_body, args, script, key)
+                    stored = committed_rows(server) if backend else None
+                finally:
+                    server.stop()
+                results[key] = result
+                bare = results.get(f"bare{workers}") if backend else None
+                extra = "" if stored is None else f"   {stored} stored (warm-up included)"
+                print_row(name, result, bare, extra)
+            for backend in ("sqlite", "pg"):
+                one, two = results.get(f"{backend}1"), results.get(f"{backend}2")
+                if one and two:
+                    print(f"  {backend}: 2 workers / 1 worker = {two['rps'] / one['rps']:.2f}x")
+
+            if not args.no_sizes:
+                print(f"\n  by stream size, service on PostgreSQL, 2 workers "
+                      f"(MB = 10^6 bytes of posted streams)")
+                print(f"  {'streams':<34} {'streams/s':>9} {'MB/s':>7} {'p50 ms':>7} "
+                      f"{'p99 ms':>7}  {'errors':>6}")
+                loads = [(f"chat, {size // 1000} kB", [bodies["chat", size]])
+                         for size in (2_000, 20_000, 200_000)]
+                loads.append(("4 dialects in turn, 20 kB", [bodies[d, 20_000] for d in DIALECTS]))
+                for name, paths in loads:
+                    server = start_service(scratch.postgres(), 2, root / "sizes.log")
+                    try:
+                        result = run_load(server, paths, args, script, "size")
+                    finally:
+                        server.stop()
+                    mean = sum(p.stat().st_size for p in paths) / len(paths)
+                    errors = result["non_2xx"] + result["socket_errors"]
+                    print(f"  {name:<34} {result['rps']:9.0f} {result['rps'] * mean / 1e6:7.1f} "
+                          f"{result['p50_ms']:7.1f} {result['p99_ms']:7.1f}  {errors:>6}",
+                          flush=True)
+
+            if not args.no_profile:
+                print("\n  where the service's CPU goes: PostgreSQL, 1 worker, the same load")
+                server = start_service(scratch.postgres(), 1, root / "profile.log")
+                try:
+                    profile(server, main_body, args, script, root)
+                finally:
+                    server.stop()
+        finally:
+            scratch.drop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+"""Ingest without HTTP: the parameters of a post, and from posted bytes to a stored verdict.
+
+The route in ``api/routes/streams.py`` only authenticates, calls ``parse_query`` and
+``ingest``, and sends the answer; tests call these two directly.  The parameters are one table
+(``PARAMETERS``): the OpenAPI document is made from it, and ``parse_query`` checks exactly what
+it documents.  This is the hot path of the service, so the table is read by a few lines of
+plain Python instead of FastAPI's per-parameter machinery (which cost about as much per request
+as the whole HTTP stack does).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import AsyncIterable
+from dataclasses import dataclass
+from urllib.parse import parse_qsl
+
+from starlette.requests import ClientDisconnect
+
+import fastsse
+
+from . import metrics
+from .api.schemas import verdict_json
+from .config import Settings
+from .db import utcnow
+from .judging import BodyTooLarge, StreamJudge, sanitize_tool, verdict_row
+from .writer import CONFLICT, CREATED, VerdictWriter, WriterUnavailable
+
+log = logging.getLogger("service.ingest")
+
+# Identifiers a gateway picks (stream ids, request ids, model names): stored as sent, so they
+# are checked, not rewritten.
+IDENTIFIER_PATTERN = r"^[A-Za-z0-9._:/@+=-]+$"
+_IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
+_INTEGER = re.compile(r"^[+-]?[0-9]{1,12}$")
+RETRY_AFTER_SECONDS = "5"
+CLIENT_CLOSED_REQUEST = 499  # nginx's "client closed request": the upload broke off
+
+
+@dataclass(frozen=True, slots=True)
+class Parameter:
+    """One query parameter: its documentation, which is also the rule parse_query applies."""
+
+    name: str
+    description: str
+    schema: dict
+    required: bool = False
+
+    def parse(self, raw: str):
+        """The value, or ValueError with the reason."""
+        schema = self.schema
+        if schema["type"] == "integer":
+            if not _INTEGER.match(raw):
+                raise ValueError("must be an integer")
+            value = int(raw)
+            if not schema["minimum"] <= value <= schema["maximum"]:
+                raise ValueError(f"must be between {schema['minimum']} and {schema['maximum']}")
+            return value
+        if "enum" in schema:
+            if raw not in schema["enum"]:
+                raise ValueError(f"must be one of {', '.join(schema['enum'])}")
+            return raw
+        if len(raw) < schema.get("minLength", 0):
+            raise ValueError("must not be empty")
+        if len(raw) > schema["maxLength"]:
+            raise ValueError(f"must be at most {schema['maxLength']} characters")
+        if "pattern" in schema and not _IDENTIFIER.match(raw):
+            raise ValueError("may hold only letters, digits and . _ : / @ + = -")
+        return raw
+
+
+def _identifier(limit: int, **schema) -> dict:
+    return {"type": "string", "maxLength": limit, "pattern": IDENTIFIER_PATTERN, **schema}
+
+
+PARAMETERS = (
+    Parameter("stream_id", "The idempotency key of this stream, unique per gateway: a retried "
+              "post with the same bytes gets the stored verdict back.",
+              _identifier(128, minLength=1), required=True),
+    Parameter("protocol", "The dialect of the stream; auto recognizes it from the first event "
+              "that names one.",
+              {"type": "string", "enum": list(fastsse.PROTOCOLS), "default": "auto"}),
+    Parameter("tool", "The client tool (codex, claude-code, ...); lowercased, cut to "
+              "[a-z0-9._-] and 64 characters.", {"type": "string", "maxLength": 256}),
+    Parameter("transport", "How the upstream connection ended, as the gateway saw it.",
+              {"type": "string", "enum": list(fastsse.TRANSPORTS), "default": "eof"}),
+    Parameter("upstream_status", "The HTTP status the provider answered with.",
+              {"type": "integer", "minimum": 100, "maximum": 599}),
+    Parameter("model_requested", "The model the client asked for (to tell a model fallback).",
+              _identifier(128)),
+    Parameter("request_id", "Links the attempts of one request (its retries).",
+              _identifier(128)),
+    Parameter("attempt", "Which attempt of request_id this is, as the gateway counts them.",
+              {"type": "integer", "minimum": 0, "maximum": 1_000_000}),
+)
+_BY_NAME = {parameter.name: parameter for parameter in PARAMETERS}
+
+
+def openapi_parameters() -> list[dict]:
+    return [{"name": p.name, "in": "query", "required": p.required, "description": p.description,
+             "schema": p.schema} for p in PARAMETERS]
+
+
+class InvalidParameters(ValueError):
+    """What is wrong with a post's parameters, in the shape FastAPI reports a 422."""
+
+    def __init__(self, errors: list[dict]) -> None:
+        super().__init__("; ".join(f"{e['loc'][-1]}: {e['msg']}" for e in errors))
+        self.errors = errors
+
+
+@dataclass(frozen=True, slots=True)
+class IngestParams:
+    stream_id: str
+    protocol: str = "auto"
+    tool: str | None = None
+    transport: str = "eof"
+    upstream_status: int | None = None
+    model_requested: str | None = None
+    request_id: str | None = None
+    attempt: int | None = None
+
+
+def parse_query(query_string: bytes) -> IngestParams:
+    """The parameters of a post, checked as PARAMETERS documents them; unknown ones are
+    ignored (a newer gateway may send more)."""
+    values: dict = {}
+    errors = []
+    for name, raw in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+        parameter = _BY_NAME.get(name)
+        if parameter is None:
+            continue
+        if name in values:
+            errors.append(_error("value_error", name, "is given more than once", raw))
+            continue
+        try:
+            values[name] = parameter.parse(raw)
+        except ValueError as exc:
+            values[name] = None
+            errors.append(_error("value_error", name, str(exc), raw))
+    for parameter in PARAMETERS:
+        if parameter.required and parameter.name not in values:
+            errors.append(_error("missing", parameter.name, "is required", None))
+    if errors:
+        raise InvalidParameters(errors)
+    return IngestParams(**values)
+
+
+def _error(kind: str, name: str, message: str, raw: str | None) -> dict:
+    return {"type": kind, "loc": ["query", name], "msg": message, "input": raw}
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the route sends: a status, a JSON body (or none), and headers."""
+
+    status: int
+    body: bytes = b""
+    headers: dict | None = None
+
+
+def problem(status: int, detail: str, headers: dict | None = None) -> Answer:
+    return Answer(status, _json({"detail": detail}), headers)
+
+
+async def ingest(chunks: AsyncIterable[bytes], params: IngestParams, gateway, *,
+                 settings: Settings, writer: VerdictWriter,
+                 declared_length: str | None = None) -> Answer:
+    """Judge the posted bytes as they arrive, store the verdict, and say what to answer.
+
+    ``gateway`` is the authenticated caller (``api.deps.Gateway``); a webhook-signing gateway
+    is known only once the whole body has been read.  ``chunks`` raises
+    ``starlette.requests.ClientDisconnect`` if the upload breaks off.
+    """
+    too_large = f"the body is larger than MAX_BODY_BYTES ({settings.max_body_bytes})"
+    if declared_length is not None and declared_length.isdigit() and (
+            int(declared_length) > settings.max_body_bytes):
+        return problem(413, too_large)  # refused before a byte of it is read
+
+    judge = StreamJudge(params.protocol, max_body_bytes=settings.max_body_bytes,
+                        max_event_bytes=settings.max_event_bytes)
+    webhook = gateway.webhook
+    try:
+        async for chunk in chunks:
+            judge.feed(chunk)
+            if webhook is not None:
+                webhook.update(chunk)
+    except BodyTooLarge:
+        return problem(413, too_large)  # the rest is never read
+    except ClientDisconnect:
+        log.info("upload of stream_id=%s broke off after %d bytes; nothing stored",
+                 params.stream_id, judge.received)
+        return Answer(CLIENT_CLOSED_REQUEST)  # nobody is listening any more
+
+    gateway_name = gateway.name
+    if webhook is not None:
+        gateway_name = webhook.signer()
+        if gateway_name is None:
+            return problem(401, "the webhook signature matches no gateway's secret",
+                           {"WWW-Authenticate": "Bearer"})
+
+    verdict, body_sha256 = judge.close(params.transport)
+    metrics.SCAN_SECONDS.observe(judge.scan_seconds)
+    metrics.STREAM_BYTES.observe(judge.received)
+    row = verdict_row(
+        verdict, body_sha256=body_sha256, gateway=gateway_name, stream_id=params.stream_id,
+        tool=sanitize_tool(params.tool), upstream_status=params.upstream_status,
+        model_requested=params.model_requested, request_id=params.request_id,
+        attempt=params.attempt, received_at=utcnow(),
+    )
+    try:
+        result = await writer.write(row, timeout=settings.write_timeout_seconds)
+    except WriterUnavailable as exc:
+        return problem(503, f"not stored: {exc.reason}; retry later",
+                       {"Retry-After": RETRY_AFTER_SECONDS})
+    if result.outcome == CONFLICT:
+        return problem(409, f"stream_id {params.stream_id!r} was already posted with "
+                            "different bytes")
+    stored = result.row
+    created = result.outcome == CREATED
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("verdict gateway=%s stream_id=%s category=%s silent=%s %s", stored["gateway"],
+                  stored["stream_id"], stored["category"], stored["silent"],
+                  "stored" if created else "already stored")
+    return Answer(201 if created else 200, verdict_json(stored))
+
+
+def _json(value) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
