@@ -55,9 +55,9 @@ UPDATE verdicts SET complete = (category = 'complete'),
     silent = (category NOT IN ('complete', 'transport_error'))
 """
 ROLLUP = """
-INSERT INTO verdict_rollups (minute, gateway, tool, protocol, category, verdicts, silent,
-    model_fallbacks, bytes)
-SELECT date_trunc('minute', received_at), gateway, tool, protocol, category, count(*),
+INSERT INTO verdict_rollups (minute, gateway, tool, protocol, category, shard, verdicts,
+    silent, model_fallbacks, bytes)
+SELECT date_trunc('minute', received_at), gateway, tool, protocol, category, 0, count(*),
     count(*) FILTER (WHERE silent), count(*) FILTER (WHERE model_fallback), sum(bytes)
 FROM verdicts GROUP BY 1, 2, 3, 4, 5
 """

@@ -200,42 +200,47 @@ def print_row(name: str, result: dict, bare: dict | None = None, extra: str = ""
 
 
 # --------------------------------------------------------------------------- the profile
-# What each sampled stack was doing, by the first frame (from the leaf) that says so.
+# A worker's threads share one interpreter lock, and every request and every batch needs it:
+# the profile samples only stacks that hold it (py-spy --gil), so waiting on the network, the
+# disk or the lock itself is left out.  Each sample goes to the first group that claims one of
+# its frames, from the innermost out.
 PROFILE_GROUPS = (
+    # ours: what the bare endpoint does not do
     ("scanning (fastsse)", ("fastsse/", "judging.py:feed:scan", "judging.py:close")),
-    ("hashing (sha256)", ("judging.py:feed:digest",)),
+    ("hashing (SHA-256 of the body)", ("judging.py:feed:digest",)),
     ("logging", ("logging/",)),
-    ("metrics (prometheus_client)", ("prometheus_client/",)),
-    ("database driver (psycopg, sqlite3)", ("psycopg/", "psycopg_pool/", "sqlite3/",
-                                            "sqlalchemy/engine/default.py:do_execute")),
-    ("SQLAlchemy (statements, rows, pool)", ("sqlalchemy/",)),
-    ("writer thread (batching, rollups)", ("service/writer.py",)),
-    ("validation (FastAPI, pydantic)", ("fastapi/dependencies/", "pydantic/", "pydantic_core/",
-                                        "fastapi/_compat", "service/api/deps.py")),
-    ("response building (JSON)", ("json/", "starlette/responses.py", "fastapi/encoders.py",
-                                  "service/api/schemas.py")),
-    ("HTTP parsing and protocol (uvicorn)", ("uvicorn/protocols/", "httptools/", "h11/")),
-    ("routing and middleware (Starlette)", ("starlette/", "fastapi/routing.py",
-                                            "fastapi/applications.py")),
-    ("the ingest route (service)", ("service/",)),
-    ("event loop (asyncio, uvloop)", ("asyncio/", "uvloop/", "anyio/", "concurrent/",
-                                      "threading.py", "queue.py")),
+    ("metrics (prometheus_client)", ("prometheus_client/", "service/metrics.py")),
+    ("database driver (psycopg, sqlite3)", ("psycopg/", "psycopg_pool/", "sqlite3/")),
+    ("SQLAlchemy", ("sqlalchemy/",)),
+    ("writer thread (batching, JSON, answers)", ("service/writer.py",)),
+    ("parameters and credentials", ("service/ingest.py:parse_query", "service/ingest.py:parse",
+                                    "service/auth.py", "service/api/deps.py")),
+    ("response building (verdict JSON)", ("service/api/schemas.py",)),
+    ("the ingest route, the rest", ("service/",)),
+    # the HTTP stack: the bare endpoint runs all of these too
+    ("stack: HTTP protocol (uvicorn, httptools)", ("uvicorn/protocols/", "httptools/", "h11/")),
+    ("stack: FastAPI dependencies and validation", ("fastapi/dependencies/", "pydantic/",
+                                                    "pydantic_core/", "fastapi/_compat")),
+    ("stack: routing, middleware, responses (Starlette, FastAPI)", ("starlette/", "fastapi/")),
+    ("stack: event loop and tasks (asyncio, uvloop)", ("asyncio/", "uvloop/", "anyio/",
+                                                       "contextlib.py", "concurrent/",
+                                                       "threading.py", "queue.py")),
 )
 
 
 def classify(frames: list[str]) -> str:
-    for frame in reversed(frames):  # leaf first
+    for frame in reversed(frames):  # innermost first
         # py-spy raw frames: "function (path/to/file.py:line)"
         match = re.match(r"^(.*) \((.*):(\d+)\)$", frame)
         if not match:
             continue
         function, path, line = match.groups()
-        key = path.replace("\\", "/")
-        if key.endswith("service/judging.py") and function == "feed":
-            source = (REPO / "service" / "judging.py").read_text().splitlines()
-            text = source[int(line) - 1] if int(line) <= len(source) else ""
-            key = "judging.py:feed:" + ("digest" if "digest" in text else "scan")
-        elif key.endswith("service/judging.py") and function == "close":
+        function = function.rsplit(".", 1)[-1]  # py-spy names methods Class.method
+        key = f"{path.replace(chr(92), '/')}:{function}"
+        if path.endswith("service/judging.py") and function == "feed":
+            key = "judging.py:feed:" + ("digest" if "digest" in _source_line(path, int(line))
+                                        else "scan")
+        elif path.endswith("service/judging.py") and function == "close":
             key = "judging.py:close"
         for group, needles in PROFILE_GROUPS:
             if any(needle in key for needle in needles):
@@ -243,37 +248,41 @@ def classify(frames: list[str]) -> str:
     return "other"
 
 
+def _source_line(path: str, line: int) -> str:
+    lines = Path(path).read_text().splitlines()
+    return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
 def profile(server: Server, bodies: list[Path], args, script: Path, scratch: Path) -> None:
-    if not shutil.which("py-spy") and not (Path(sys.executable).parent / "py-spy").exists():
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not Path(spy).exists():
         print("  (py-spy is not installed: pip install py-spy)")
         return
-    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     pid = server.worker_pids()[0]
     out = scratch / "profile.txt"
     recorder = subprocess.Popen(
         [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "250", "--nonblocking",
-         "--threads", "--duration", str(int(args.seconds)), "--output", str(out)],
+         "--gil", "--threads", "--duration", str(int(args.seconds)), "--output", str(out)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(0.5)
-    wrk(server.url, bodies, seconds=args.seconds, connections=args.connections,
-        threads=args.threads, script=script, tag="profile")
+    result = wrk(server.url, bodies, seconds=args.seconds, connections=args.connections,
+                 threads=args.threads, script=script, tag="profile")
     _, errors = recorder.communicate(timeout=60)
     if recorder.returncode != 0 or not out.exists():
         print(f"  (py-spy failed: {errors.decode(errors='replace').strip()[:300]})")
         return
     groups: collections.Counter[str] = collections.Counter()
-    threads: collections.Counter[str] = collections.Counter()
-    for line in out.read_text().splitlines():
+    writer = 0
+    for line in out.read_text(errors="replace").splitlines():
         stack, _, count = line.rpartition(" ")
         if not count.isdigit():
             continue
-        frames = stack.split(";")
-        thread = frames[0] if frames and frames[0].startswith("thread") else "?"
-        threads["writer" if "writer.py" in stack else "event loop"] += int(count)
-        groups[classify(frames)] += int(count)
+        if "verdict-writer" in stack.split(";", 1)[0]:
+            writer += int(count)
+        groups[classify(stack.split(";"))] += int(count)
     total = sum(groups.values()) or 1
-    print(f"  {total} samples of worker pid {pid} at 250 Hz over {args.seconds:g} s "
-          f"(CPU time only; {threads['writer'] / total * 100:.0f} % in the writer thread)")
+    print(f"  {result['rps']:.0f} req/s while sampled; {total} samples holding the interpreter "
+          f"lock; {writer / total * 100:.0f} % of them in the writer thread")
     for group, count in groups.most_common():
         print(f"  {count / total * 100:5.1f} %  {group}")
 

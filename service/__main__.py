@@ -59,17 +59,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def server_options(settings) -> dict:
-    """How ``serve`` runs uvicorn; the benchmark runs its bare endpoint with the same."""
-    log_config = copy.deepcopy(uvicorn_logging())
-    log_config["loggers"]["service"] = {"handlers": ["default"], "level": settings.log_level.upper(),
-                                        "propagate": False}
-    return {"log_level": settings.log_level, "log_config": log_config, "access_log": False}
-
-
-def uvicorn_logging() -> dict:
+    """How ``serve`` runs uvicorn (its event loop and HTTP parser are uvicorn's "auto": uvloop
+    and httptools, which the service depends on); the benchmark serves its bare endpoint with
+    the same options."""
     import uvicorn
 
-    return uvicorn.config.LOGGING_CONFIG
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["loggers"]["service"] = {"handlers": ["default"], "level": settings.log_level.upper(),
+                                        "propagate": False}
+    return {"log_level": settings.log_level, "log_config": log_config,
+            "access_log": settings.access_log}
 
 
 def server_stack() -> str:

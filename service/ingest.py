@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Iterable
 from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
@@ -123,12 +123,15 @@ class IngestParams:
     attempt: int | None = None
 
 
-def parse_query(query_string: bytes) -> IngestParams:
-    """The parameters of a post, checked as PARAMETERS documents them; unknown ones are
-    ignored (a newer gateway may send more)."""
+def parse_query(pairs: Iterable[tuple[str, str]] | bytes) -> IngestParams:
+    """The parameters of a post (its query string, or its (name, value) pairs as Starlette
+    has parsed them already), checked as PARAMETERS documents them; unknown ones are ignored
+    (a newer gateway may send more)."""
+    if isinstance(pairs, bytes):
+        pairs = parse_qsl(pairs.decode("latin-1"), keep_blank_values=True)
     values: dict = {}
     errors = []
-    for name, raw in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+    for name, raw in pairs:
         parameter = _BY_NAME.get(name)
         if parameter is None:
             continue

@@ -120,16 +120,30 @@ def start_process(allowed_tools: frozenset[str], queue_size: int) -> None:
         INGEST_REQUESTS.labels(status)
 
 
+# The series one kind of verdict adds to, by (tool, protocol, category, silent): looking a
+# labelled series up costs more than adding to it.  Bounded: tools are allow-listed, and the
+# other three are fastsse's own small sets.
+_STORED_SERIES: dict[tuple, tuple] = {}
+
+
 def count_stored(tool: str, row: dict) -> None:
     """Count one committed verdict (the writer calls this after COMMIT, so counts equal rows)."""
-    protocol = row["protocol"]
-    silent = row["silent"]
-    STREAMS.labels(tool, protocol).inc()
-    if silent:
-        SILENT_STREAMS.labels(tool, protocol).inc()
-    STREAM_VERDICTS.labels(tool, protocol, row["category"], "true" if silent else "false").inc()
+    protocol, silent = row["protocol"], row["silent"]
+    key = (tool, protocol, row["category"], silent)
+    series = _STORED_SERIES.get(key)
+    if series is None:
+        series = _STORED_SERIES[key] = (
+            STREAMS.labels(tool, protocol),
+            SILENT_STREAMS.labels(tool, protocol) if silent else None,
+            STREAM_VERDICTS.labels(tool, protocol, row["category"], "true" if silent else "false"),
+            MODEL_FALLBACKS.labels(tool, protocol))
+    streams, silent_streams, verdicts, fallbacks = series
+    streams.inc()
+    if silent_streams is not None:
+        silent_streams.inc()
+    verdicts.inc()
     if row["model_fallback"]:
-        MODEL_FALLBACKS.labels(tool, protocol).inc()
+        fallbacks.inc()
 
 
 _INGEST_ANSWERS: dict[int, object] = {}

@@ -51,7 +51,7 @@ async def post_stream(request: Request) -> Response:
     try:
         gateway = ingest_caller(request)
         try:
-            params = parse_query(request.scope["query_string"])
+            params = parse_query(request.query_params.multi_items())
         except InvalidParameters as exc:
             status = 422
             return JSONResponse({"detail": exc.errors}, status_code=422)
