@@ -37,7 +37,8 @@ def served_app() -> FastAPI:
     return create_app(tune_gc=True)
 
 
-def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> FastAPI:
+def create_app(settings: Settings | None = None, *, tune_gc: bool = False,
+               ingest_fast_path: bool = True) -> FastAPI:
     settings = settings or get_settings()
     ingest = Credentials(parse_tokens(settings.ingest_tokens, settings.ingest_tokens_file,
                                       setting="INGEST_TOKENS"))
@@ -79,6 +80,8 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False) -> Fa
     app.state.settings = settings
     app.state.ingest_credentials = ingest
     app.state.read_credentials = read
+    if ingest_fast_path:
+        app.add_middleware(streams.IngestFastPath)
     for module in (streams, verdicts, rates, health):
         # The routers' routes go onto the app itself: include_router() would keep each router
         # as a level of its own that FastAPI resolves on every request (about 8 µs of each

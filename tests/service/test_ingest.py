@@ -303,3 +303,41 @@ def test_the_openapi_document_describes_every_ingest_parameter(client):
                                                         "anthropic", "gemini"]
     assert documented["upstream_status"]["schema"]["maximum"] == 599
     assert {"200", "201", "401", "409", "413", "422", "503"} <= set(operation["responses"])
+
+
+def test_the_fast_path_answers_as_the_fastapi_route_does(make_settings, database_url):
+    """IngestFastPath takes posts past FastAPI's layers; the route it bypasses answers alike."""
+    from service.app import create_app
+
+    from .conftest import ThreadServer
+
+    cases = [
+        ({"stream_id": "p-1", "tool": "codex"}, chat_stream(), INGEST),
+        ({"stream_id": "p-1", "tool": "codex"}, chat_stream(), INGEST),  # duplicate: 200
+        ({"stream_id": "p-1"}, chat_stream(finish="length"), INGEST),  # conflict: 409
+        ({"stream_id": "p-2"}, chat_stream(), {}),  # no credential: 401
+        ({"stream_id": "p-2"}, chat_stream(), {"Authorization": "Bearer nope"}),
+        ({"stream_id": "has space", "attempt": "-3"}, chat_stream(), INGEST),  # 422
+        ({"stream_id": "p-3", "transport": "reset"}, b"", INGEST),
+    ]
+
+    def answers(fast: bool, gateway: str) -> list:
+        settings = make_settings(ingest_tokens=f"{gateway}:ingest-secret-gw1")
+        with ThreadServer(create_app(settings, ingest_fast_path=fast)) as server, \
+                httpx.Client(base_url=server.url, timeout=30) as http:
+            out = []
+            for params, body, headers in cases:
+                response = http.post("/v1/streams", params=params, content=body,
+                                     headers=headers)
+                payload = response.json()
+                if isinstance(payload, dict):
+                    for varying in ("id", "received_at", "gateway"):
+                        payload.pop(varying, None)
+                out.append((response.status_code, payload,
+                            response.headers.get("www-authenticate")))
+            return out
+
+    # Two gateways, so that the stream ids do not collide in the one database.
+    fast, routed = answers(True, "fast"), answers(False, "routed")
+    assert [status for status, *_ in fast] == [201, 200, 409, 401, 401, 422, 201]
+    assert fast == routed

@@ -1,7 +1,7 @@
 """POST /v1/streams: a gateway posts the raw bytes of one stream and gets its verdict back.
 
 The work is in ``service.ingest``; this route authenticates, reads the parameters and sends
-what ``ingest`` answers.
+what ``ingest`` answers.  ``IngestFastPath`` brings every post to it directly (see there).
 """
 
 from __future__ import annotations
@@ -67,3 +67,28 @@ async def post_stream(request: Request) -> Response:
         raise
     finally:
         metrics.count_ingest_answer(status)
+
+
+class IngestFastPath:
+    """ASGI middleware: POST /v1/streams goes to ``post_stream`` directly.
+
+    The hot path of the service, taken past FastAPI's routing, dependency and exception layers
+    (they cost a worker about as much per post as judging and storing the stream does).  The
+    FastAPI route above stays: it documents the operation, and it answers exactly as this
+    does (tests hold the two to the same answers).  Every other request goes on to FastAPI;
+    an unexpected exception still reaches the app's error handling outside this middleware.
+    """
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["path"] != router.prefix or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        try:
+            response = await post_stream(Request(scope, receive))
+        except HTTPException as exc:  # as FastAPI's handler answers it
+            response = JSONResponse({"detail": exc.detail}, status_code=exc.status_code,
+                                    headers=exc.headers)
+        await response(scope, receive, send)
