@@ -100,9 +100,8 @@ class _Store:
     def insert(self, rows: list[dict]) -> dict[tuple[str, str], int]:
         """Insert the rows that are new (a duplicate key inserts nothing) and their rollups,
         commit, and return the new rows' ids by (gateway, stream_id)."""
-        time_text = self._time_text
-        batch = json.dumps([{**row, "received_at": time_text(row["received_at"])}
-                            for row in rows])
+        # the encoder asks time_text for what it cannot encode itself: the received_at times
+        batch = json.dumps(rows, default=self._time_text)
         if self._connection is None:
             self._connection = self._engine.raw_connection()
         try:
@@ -327,7 +326,10 @@ class VerdictWriter:
         for row in rows:
             first_of_key.setdefault((row["gateway"], row["stream_id"]), row)
         new_ids = self._store.insert(list(first_of_key.values()))
-        stored = {key: {**first_of_key[key], "id": row_id} for key, row_id in new_ids.items()}
+        stored = {}
+        for key, row_id in new_ids.items():
+            stored[key] = row = first_of_key[key]  # the request's own row, stored now
+            row["id"] = row_id
         missing = [key for key in first_of_key if key not in new_ids]
         if missing:  # stored before: committed by now, read them back as any reader would
             table = StoredVerdict.__table__
