@@ -7,11 +7,12 @@ import logging
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
 
 import fastsse
 
 from . import metrics
-from .api.routes import health, rates, streams, verdicts
+from .api.routes import categories, dashboard, health, rates, retries, series, streams, verdicts
 from .auth import Credentials, parse_tokens
 from .config import Settings, get_settings
 from .db import make_engine, make_sessionmaker
@@ -82,9 +83,10 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False,
     app.state.read_credentials = read
     if ingest_fast_path:
         app.add_middleware(streams.IngestFastPath)
-    for module in (streams, verdicts, rates, health):
+    for module in (streams, verdicts, rates, series, retries, categories, health, dashboard):
         # The routers' routes go onto the app itself: include_router() would keep each router
         # as a level of its own that FastAPI resolves on every request (about 8 µs of each
         # post), and these routers carry nothing but their routes (prefix and tags are in them).
         app.router.routes.extend(module.router.routes)
+    app.mount("/static", StaticFiles(directory=dashboard.DASHBOARD / "static"), name="static")
     return app

@@ -61,12 +61,43 @@ class Credentials:
         scheme, _, presented = authorization.partition(" ")
         if scheme.lower() != "bearer" or not presented:
             return None
-        presented_bytes = presented.strip().encode()
+        return self.named(presented.strip())
+
+    def named(self, presented: str) -> str | None:
+        """The name whose secret this is, or None."""
+        presented_bytes = presented.encode()
         match = None
         for name, secret in self._secrets:  # no early exit: every secret is compared
             if hmac.compare_digest(presented_bytes, secret) and match is None:
                 match = name
         return match
+
+    # A dashboard session: the cookie says who signed in and until when, signed with that
+    # name's own secret, so the secret never travels again, no other key is needed across
+    # workers and replicas, and changing a secret ends its sessions.
+    def session_cookie(self, name: str, *, seconds: int, now: float | None = None) -> str:
+        expires = int((time.time() if now is None else now) + seconds)
+        return f"{name}.{expires}.{self._session_mac(name, expires)}"
+
+    def session(self, cookie: str | None, *, now: float | None = None) -> str | None:
+        """The name a session cookie was made for, if it is genuine and not expired."""
+        if not cookie or cookie.count(".") < 2:
+            return None
+        rest, _, mac = cookie.rpartition(".")
+        name, _, expires = rest.rpartition(".")
+        if not expires.isdigit() or int(expires) < (time.time() if now is None else now):
+            return None
+        expected = self._session_mac(name, int(expires))
+        if expected is None or not hmac.compare_digest(expected.encode(), mac.encode()):
+            return None
+        return name
+
+    def _session_mac(self, name: str, expires: int) -> str | None:
+        secret = dict(self._secrets).get(name)
+        if secret is None:
+            return None
+        digest = hmac.new(secret, f"session.{name}.{expires}".encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
     def webhook(self, headers, *, tolerance_seconds: int) -> WebhookCheck | None:
         """Start checking a Standard Webhooks signature, or None if the headers are absent."""

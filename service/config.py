@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     retention_days: float = Field(default=30.0, ge=0)
     retention_interval_seconds: float = Field(default=3600.0, gt=0)
 
+    # How long a dashboard sign-in lasts.
+    dashboard_session_hours: float = Field(default=168.0, gt=0)
+
     metrics_tools: str = DEFAULT_METRICS_TOOLS
     log_level: str = "info"
     # One log line per HTTP request (uvicorn's access log): off by default, it costs a tenth of

@@ -10,13 +10,11 @@ from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from .resources import resource_dir
+
 
 def migrations_dir() -> Path:
-    """Where the Alembic migrations are: inside the package when installed from a wheel (the
-    build maps migrations/ to service/migrations), beside it in a checkout."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "migrations"
-    return packaged if packaged.is_dir() else here.parent / "migrations"
+    return resource_dir("migrations")
 
 
 def is_sqlite(url: str) -> bool:

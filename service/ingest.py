@@ -15,6 +15,7 @@ import logging
 import re
 from collections.abc import AsyncIterable, Iterable
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from urllib.parse import parse_qsl
 
 from starlette.requests import ClientDisconnect
@@ -51,6 +52,8 @@ class Parameter:
     def parse(self, raw: str):
         """The value, or ValueError with the reason."""
         schema = self.schema
+        if schema.get("format") == "date-time":
+            return parse_time(raw)
         if schema["type"] == "integer":
             if not _INTEGER.match(raw):
                 raise ValueError("must be an integer")
@@ -94,7 +97,15 @@ PARAMETERS = (
               _identifier(128)),
     Parameter("attempt", "Which attempt of request_id this is, as the gateway counts them.",
               {"type": "integer", "minimum": 0, "maximum": 1_000_000}),
+    Parameter("ended_at", "When the stream ended, as the gateway saw it (ISO 8601 with a zone; "
+              "default: when the post arrives). A gateway that posts later, from a spool, "
+              "keeps each verdict at its own time. At most 5 minutes ahead of the service's "
+              "clock, and not older than RETENTION_DAYS (400 days when that is 0).",
+              {"type": "string", "format": "date-time"}),
 )
+# How far ahead of the service's clock a gateway's ended_at may be (clock skew).
+MAX_CLOCK_SKEW = timedelta(minutes=5)
+UNLIMITED_RETENTION_DAYS = 400
 _BY_NAME = {parameter.name: parameter for parameter in PARAMETERS}
 
 
@@ -111,6 +122,20 @@ class InvalidParameters(ValueError):
         self.errors = errors
 
 
+def parse_time(raw: str) -> datetime:
+    """An ISO 8601 time with a zone, in UTC."""
+    text = raw.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"  # Python 3.10's fromisoformat does not read "Z"
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError("must be an ISO 8601 time, such as 2026-12-01T09:30:00Z") from None
+    if moment.tzinfo is None:
+        raise ValueError("must carry its zone (Z or +hh:mm)")
+    return moment.astimezone(timezone.utc)
+
+
 @dataclass(frozen=True, slots=True)
 class IngestParams:
     stream_id: str
@@ -121,6 +146,7 @@ class IngestParams:
     model_requested: str | None = None
     request_id: str | None = None
     attempt: int | None = None
+    ended_at: datetime | None = None
 
 
 def parse_query(pairs: Iterable[tuple[str, str]] | bytes) -> IngestParams:
@@ -182,6 +208,15 @@ async def ingest(chunks: AsyncIterable[bytes], params: IngestParams, gateway, *,
             int(declared_length) > settings.max_body_bytes):
         return problem(413, too_large)  # refused before a byte of it is read
 
+    now = utcnow()
+    if params.ended_at is not None:
+        oldest = now - timedelta(days=settings.retention_days or UNLIMITED_RETENTION_DAYS)
+        if not oldest <= params.ended_at <= now + MAX_CLOCK_SKEW:
+            reason = ("is more than 5 minutes ahead of the service's clock"
+                      if params.ended_at > now else "is older than the verdicts are kept")
+            return Answer(422, _json({"detail": [_error("value_error", "ended_at", reason,
+                                                         params.ended_at.isoformat())]}))
+
     judge = StreamJudge(params.protocol, max_body_bytes=settings.max_body_bytes,
                         max_event_bytes=settings.max_event_bytes)
     webhook = gateway.webhook
@@ -211,7 +246,7 @@ async def ingest(chunks: AsyncIterable[bytes], params: IngestParams, gateway, *,
         verdict, body_sha256=body_sha256, gateway=gateway_name, stream_id=params.stream_id,
         tool=sanitize_tool(params.tool), upstream_status=params.upstream_status,
         model_requested=params.model_requested, request_id=params.request_id,
-        attempt=params.attempt, received_at=utcnow(),
+        attempt=params.attempt, received_at=now, ended_at=params.ended_at,
     )
     try:
         result = await writer.write(row, timeout=settings.write_timeout_seconds)

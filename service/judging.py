@@ -98,13 +98,16 @@ def verdict_row(
     request_id: str | None,
     attempt: int | None,
     received_at: datetime,
+    ended_at: datetime | None = None,
 ) -> dict:
-    """The columns of one verdicts row (service/models.py), from a fastsse verdict."""
+    """The columns of one verdicts row (service/models.py) as the writer takes them, from a
+    fastsse verdict; the writer adds the id and the previous attempt."""
     return {
         "gateway": gateway,
         "stream_id": stream_id,
         "body_sha256": body_sha256,
         "received_at": received_at,
+        "ended_at": received_at if ended_at is None else ended_at,
         "tool": tool,
         "protocol": verdict.protocol,
         "category": verdict.category,

@@ -62,6 +62,35 @@ MODEL_FALLBACKS = Counter(
     "Stored streams served by another model than the one requested.",
     ["tool", "protocol"],
 )
+# Retry chains (verdicts posted with a request_id), as the rollups count them (the README's
+# Retries): what each counts is writer.rollup_counts.
+REQUESTS = Counter(
+    "fastsse_requests_total",
+    "First attempts of requests posted with a request_id.",
+    ["tool", "protocol"],
+)
+FIRST_ATTEMPT_FAILURES = Counter(
+    "fastsse_first_attempt_failures_total",
+    "First attempts posted with a request_id that failed.",
+    ["tool", "protocol"],
+)
+RETRIES = Counter(
+    "fastsse_retries_total",
+    "Attempts that followed an earlier attempt of their request.",
+    ["tool", "protocol"],
+)
+RETRY_RECOVERIES = Counter(
+    "fastsse_retry_recoveries_total",
+    "Retries that completed after a failed attempt.",
+    ["tool", "protocol"],
+)
+RETRIES_OF_FINAL = Counter(
+    "fastsse_retries_of_final_total",
+    "Retries of a failure that was not retryable (a token limit, a filter).",
+    ["tool", "protocol"],
+)
+# the retry counters in the order writer.rollup_counts gives their counts, after the first four
+RETRY_COUNTERS = (REQUESTS, FIRST_ATTEMPT_FAILURES, RETRIES, RETRY_RECOVERIES, RETRIES_OF_FINAL)
 STREAM_BYTES = Histogram(
     "fastsse_stream_size_bytes",
     "Size of the posted streams, stored or not.",
@@ -113,9 +142,8 @@ def start_process(allowed_tools: frozenset[str], queue_size: int) -> None:
     DB_WRITE_QUEUE_CAPACITY.set(queue_size)
     for tool in sorted(allowed_tools | {OTHER_TOOL}):
         for protocol in PROTOCOL_LABELS:
-            STREAMS.labels(tool, protocol)
-            SILENT_STREAMS.labels(tool, protocol)
-            MODEL_FALLBACKS.labels(tool, protocol)
+            for counter in (STREAMS, SILENT_STREAMS, MODEL_FALLBACKS, *RETRY_COUNTERS):
+                counter.labels(tool, protocol)
     for status in INGEST_STATUSES:
         INGEST_REQUESTS.labels(status)
 
@@ -126,8 +154,9 @@ def start_process(allowed_tools: frozenset[str], queue_size: int) -> None:
 _STORED_SERIES: dict[tuple, tuple] = {}
 
 
-def count_stored(tool: str, row: dict) -> None:
-    """Count one committed verdict (the writer calls this after COMMIT, so counts equal rows)."""
+def count_stored(tool: str, row: dict, counts: tuple[int, ...]) -> None:
+    """Count one committed verdict (the writer calls this after COMMIT, so counts equal rows);
+    ``counts`` is what it adds to its rollup (writer.rollup_counts)."""
     protocol, silent = row["protocol"], row["silent"]
     key = (tool, protocol, row["category"], silent)
     series = _STORED_SERIES.get(key)
@@ -136,14 +165,19 @@ def count_stored(tool: str, row: dict) -> None:
             STREAMS.labels(tool, protocol),
             SILENT_STREAMS.labels(tool, protocol) if silent else None,
             STREAM_VERDICTS.labels(tool, protocol, row["category"], "true" if silent else "false"),
-            MODEL_FALLBACKS.labels(tool, protocol))
-    streams, silent_streams, verdicts, fallbacks = series
+            MODEL_FALLBACKS.labels(tool, protocol),
+            tuple(counter.labels(tool, protocol) for counter in RETRY_COUNTERS))
+    streams, silent_streams, verdicts, fallbacks, retry_series = series
     streams.inc()
     if silent_streams is not None:
         silent_streams.inc()
     verdicts.inc()
     if row["model_fallback"]:
         fallbacks.inc()
+    if row["request_id"] is not None:
+        for child, count in zip(retry_series, counts[4:]):
+            if count:
+                child.inc(count)
 
 
 _INGEST_ANSWERS: dict[int, object] = {}

@@ -17,6 +17,7 @@ from sqlalchemy import (
     SmallInteger,
     String,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -41,8 +42,12 @@ class StoredVerdict(Base):
     __table_args__ = (
         # stream_id is the gateway's idempotency key: the same id from two gateways is two streams.
         UniqueConstraint("gateway", "stream_id"),
-        Index(None, "received_at"),
+        Index(None, "ended_at"),
         Index(None, "tool", "protocol", "id"),
+        # The attempts of one request, in the order they were stored (see previous_category).
+        Index("ix_verdicts_request_chain", "gateway", "request_id", "id",
+              postgresql_where=text("request_id IS NOT NULL"),
+              sqlite_where=text("request_id IS NOT NULL")),
     )
 
     id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
@@ -50,7 +55,10 @@ class StoredVerdict(Base):
     stream_id: Mapped[str] = mapped_column(String(128))
     # SHA-256 of the posted bytes: tells a retried post (same bytes) from a conflicting one.
     body_sha256: Mapped[str] = mapped_column(String(64))
+    # When the service received the post, and when the stream ended as the gateway says
+    # (ended_at, else the same): rates, rollups and retention go by ended_at.
     received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    ended_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
     tool: Mapped[str] = mapped_column(String(64))
     protocol: Mapped[str] = mapped_column(String(16))
@@ -85,6 +93,10 @@ class StoredVerdict(Base):
     model_fallback: Mapped[bool] = mapped_column(Boolean)
     request_id: Mapped[str | None] = mapped_column(String(128))
     attempt: Mapped[int | None] = mapped_column(Integer)
+    # The attempt stored before this one for the same gateway and request_id, if any: its
+    # category and whether it was retryable.  Set when the row is written; never changed.
+    previous_category: Mapped[str | None] = mapped_column(String(32))
+    previous_retryable: Mapped[bool | None] = mapped_column(Boolean)
 
 
 class VerdictRollup(Base):
@@ -108,3 +120,10 @@ class VerdictRollup(Base):
     silent: Mapped[int] = mapped_column(BigInteger)
     model_fallbacks: Mapped[int] = mapped_column(BigInteger)
     bytes: Mapped[int] = mapped_column(BigInteger)
+    # Retry chains (verdicts posted with a request_id), counted where each attempt falls:
+    requests: Mapped[int] = mapped_column(BigInteger)  # first attempts
+    first_failures: Mapped[int] = mapped_column(BigInteger)  # first attempts that failed
+    retries: Mapped[int] = mapped_column(BigInteger)  # attempts after another
+    recoveries: Mapped[int] = mapped_column(BigInteger)  # complete retries of a failed attempt
+    # retries of a failure that was not retryable: the same request hits the same wall
+    retries_of_final: Mapped[int] = mapped_column(BigInteger)

@@ -1,14 +1,18 @@
-"""Reads: verdict listing with cursor pagination, and silent-failure rates from the rollups."""
+"""Reads: verdicts (listing, one verdict, a request's attempts), and from the per-minute rollups
+the silent-failure rates, their series over time and the retry outcomes.
+
+Everything that counts reads the rollups, so that its cost follows the minutes and groups of
+the window asked for, not the number of verdict rows.
+"""
 
 from __future__ import annotations
 
 import base64
 import binascii
-from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
-from sqlalchemy import func, select
+from sqlalchemy import Integer, cast, func, select
 from sqlalchemy.orm import Session
 
 from .db import as_utc, utcnow
@@ -16,6 +20,9 @@ from .models import StoredVerdict, VerdictRollup
 from .writer import minute_of
 
 RATE_DIMENSIONS = ("gateway", "tool", "protocol")
+RATE_COUNTS = ("verdicts", "silent", "model_fallbacks", "bytes")
+RETRY_COUNTS = ("requests", "first_failures", "retries", "recoveries", "retries_of_final")
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 class BadCursor(ValueError):
@@ -29,8 +36,39 @@ class VerdictFilter:
     category: str | None = None
     gateway: str | None = None
     silent: bool | None = None
+    complete: bool | None = None
+    request_id: str | None = None
+    retry: bool | None = None  # true: attempts after another; false: the others
     since: datetime | None = None  # inclusive; without a zone: UTC
     until: datetime | None = None  # exclusive
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Whole minutes: from the minute of ``since`` to the minute of ``until`` (excluded), or
+    to now with the current minute included.  ``window``: the seconds asked for."""
+
+    since: datetime
+    until: datetime | None = None
+    window: int = 3600
+
+    @classmethod
+    def of(cls, *, seconds: int | None = None, since: datetime | None = None,
+           until: datetime | None = None, now: datetime | None = None) -> Span:
+        now = now or utcnow()
+        if since is None:
+            seconds = seconds or 3600
+            since = now - timedelta(seconds=seconds)
+        else:
+            seconds = int(((until or now) - since).total_seconds())
+        return cls(minute_of(since), None if until is None else minute_of(until), seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class RollupFilter:
+    gateway: str | None = None
+    tool: str | None = None
+    protocol: str | None = None
 
 
 def encode_cursor(row_id: int) -> str:
@@ -48,20 +86,26 @@ def decode_cursor(cursor: str) -> int:
         raise BadCursor("cursor is not one this API handed out") from None
 
 
+# -- verdict rows ---------------------------------------------------------------------------
+
 def list_verdicts(session: Session, where: VerdictFilter, *, limit: int,
                   cursor: str | None = None) -> tuple[list[dict], str | None]:
     """Newest first; the cursor is the id to continue below, so pages never shift."""
     table = StoredVerdict.__table__
     query = select(table).order_by(table.c.id.desc()).limit(limit + 1)
-    for column in ("tool", "protocol", "category", "gateway", "silent"):
+    for column in ("tool", "protocol", "category", "gateway", "silent", "complete",
+                   "request_id"):
         value = getattr(where, column)
         if value is not None:
             query = query.where(table.c[column] == value)
+    if where.retry is not None:
+        previous = table.c.previous_category
+        query = query.where(previous.is_not(None) if where.retry else previous.is_(None))
     # Compared in UTC: SQLite compares stored times as text, without their zone.
     if where.since is not None:
-        query = query.where(table.c.received_at >= as_utc(where.since))
+        query = query.where(table.c.ended_at >= as_utc(where.since))
     if where.until is not None:
-        query = query.where(table.c.received_at < as_utc(where.until))
+        query = query.where(table.c.ended_at < as_utc(where.until))
     if cursor is not None:
         query = query.where(table.c.id < decode_cursor(cursor))
     rows = [dict(row) for row in session.execute(query).mappings()]
@@ -70,37 +114,135 @@ def list_verdicts(session: Session, where: VerdictFilter, *, limit: int,
     return rows, None
 
 
-def silent_rates(session: Session, *, window_seconds: int, by: tuple[str, ...],
-                 now: datetime | None = None) -> tuple[datetime, list[dict]]:
-    """Counts per group over the window, read from the per-minute rollups (O(buckets))."""
-    since = minute_of((now or utcnow()) - timedelta(seconds=window_seconds))
+def get_verdict(session: Session, verdict_id: int) -> dict | None:
+    table = StoredVerdict.__table__
+    found = session.execute(select(table).where(table.c.id == verdict_id)).mappings().first()
+    return None if found is None else dict(found)
+
+
+def request_attempts(session: Session, request_id: str,
+                     gateway: str | None = None) -> dict[str, list[dict]]:
+    """Every stored attempt of a request, per gateway, in the order they were stored (the
+    request_chain index: no scan)."""
+    table = StoredVerdict.__table__
+    query = (select(table).where(table.c.request_id == request_id)
+             .order_by(table.c.gateway, table.c.id))
+    if gateway is not None:
+        query = query.where(table.c.gateway == gateway)
+    chains: dict[str, list[dict]] = {}
+    for row in session.execute(query).mappings():
+        chains.setdefault(row["gateway"], []).append(dict(row))
+    return chains
+
+
+# -- counts, from the rollups ---------------------------------------------------------------
+
+def _counted(session: Session, span: Span, where: RollupFilter, keys: list, counts: tuple):
+    table = VerdictRollup.__table__
+    query = (select(*keys, *(func.sum(table.c[name]) for name in counts))
+             .where(table.c.minute >= span.since).group_by(*keys))
+    if span.until is not None:
+        query = query.where(table.c.minute < span.until)
+    for name in RATE_DIMENSIONS:
+        value = getattr(where, name)
+        if value is not None:
+            query = query.where(table.c[name] == value)
+    return session.execute(query)
+
+
+def _rate_group(key_values: dict) -> dict:
+    return {**key_values, "total": 0, "silent": 0, "failed": 0, "model_fallbacks": 0,
+            "bytes": 0, "by_category": {}, "silent_by_category": {}}
+
+
+def _add_rates(group: dict, category: str, verdicts, silent, fallbacks, size) -> None:
+    verdicts, silent = int(verdicts), int(silent)
+    group["total"] += verdicts
+    group["silent"] += silent
+    group["model_fallbacks"] += int(fallbacks)
+    group["bytes"] += int(size)
+    group["by_category"][category] = group["by_category"].get(category, 0) + verdicts
+    if silent:
+        group["silent_by_category"][category] = (group["silent_by_category"].get(category, 0)
+                                                 + silent)
+    if category != "complete":
+        group["failed"] += verdicts
+
+
+def _with_rate(group: dict) -> dict:
+    group["rate"] = group["silent"] / group["total"] if group["total"] else 0.0
+    return group
+
+
+def silent_rates(session: Session, span: Span, *, by: tuple[str, ...],
+                 where: RollupFilter = RollupFilter()) -> list[dict]:
+    """Counts per group over the span."""
     table = VerdictRollup.__table__
     keys = [table.c[name] for name in by]
-    query = (
-        select(*keys, table.c.category, func.sum(table.c.verdicts), func.sum(table.c.silent),
-               func.sum(table.c.model_fallbacks), func.sum(table.c.bytes))
-        .where(table.c.minute >= since)
-        .group_by(*keys, table.c.category)
-    )
-    groups: dict[tuple, dict] = defaultdict(
-        lambda: {"total": 0, "silent": 0, "failed": 0, "model_fallbacks": 0, "bytes": 0,
-                 "by_category": {}}
-    )
-    for row in session.execute(query):
+    groups: dict[tuple, dict] = {}
+    for row in _counted(session, span, where, [*keys, table.c.category], RATE_COUNTS):
         key = tuple(row[: len(by)])
-        category, verdicts, silent, fallbacks, size = row[len(by):]
-        group = groups[key]
-        group["total"] += int(verdicts)
-        group["silent"] += int(silent)
-        group["model_fallbacks"] += int(fallbacks)
-        group["bytes"] += int(size)
-        group["by_category"][category] = group["by_category"].get(category, 0) + int(verdicts)
-        if category != "complete":
-            group["failed"] += int(verdicts)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = _rate_group(dict(zip(by, key)))
+        _add_rates(group, row[len(by)], *row[len(by) + 1:])
+    return [_with_rate(groups[key]) for key in sorted(groups)]
+
+
+# Bucket sizes of a series, by the span they cover: about 60 to 200 points, on round times.
+SERIES_BUCKETS = ((3600, 60), (6 * 3600, 300), (24 * 3600, 900), (3 * 86400, 3600),
+                  (7 * 86400, 2 * 3600), (31 * 86400, 6 * 3600))
+MAX_SERIES_POINTS = 2000
+
+
+def bucket_for(seconds: int) -> int:
+    for span, bucket in SERIES_BUCKETS:
+        if seconds <= span:
+            return bucket
+    return 86400
+
+
+def _bucket_index(session: Session, bucket_seconds: int):
+    minute = VerdictRollup.__table__.c.minute
+    if session.get_bind().dialect.name == "sqlite":
+        epoch = cast(func.strftime("%s", minute), Integer)
+        return epoch // bucket_seconds
+    return cast(func.floor(func.extract("epoch", minute) / bucket_seconds), Integer)
+
+
+def series(session: Session, span: Span, *, bucket_seconds: int, by: str | None,
+           where: RollupFilter = RollupFilter()) -> list[dict]:
+    """Rates per time bucket (aligned to multiples of its size since 1970, UTC) and group."""
+    table = VerdictRollup.__table__
+    index = _bucket_index(session, bucket_seconds).label("bucket")
+    keys = [index] + ([table.c[by]] if by else [])
+    buckets: dict[int, dict[tuple, dict]] = {}
+    for row in _counted(session, span, where, [*keys, table.c.category], RATE_COUNTS):
+        bucket, key = int(row[0]), tuple(row[1:len(keys)])
+        groups = buckets.setdefault(bucket, {})
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = _rate_group({by: key[0]} if by else {})
+        _add_rates(group, row[len(keys)], *row[len(keys) + 1:])
+    for groups in buckets.values():  # the category breakdowns are for the rates endpoint
+        for group in groups.values():
+            del group["by_category"], group["silent_by_category"]
+    return [{"start": EPOCH + timedelta(seconds=bucket * bucket_seconds),
+             "groups": [_with_rate(groups[key]) for key in sorted(groups)]}
+            for bucket, groups in sorted(buckets.items())]
+
+
+def retry_outcomes(session: Session, span: Span, *, by: tuple[str, ...],
+                   where: RollupFilter = RollupFilter()) -> list[dict]:
+    """Retry chains per group over the span: first attempts, how many failed, the retries,
+    how many recovered a failure, and the retries of a failure that was not retryable."""
+    table = VerdictRollup.__table__
+    keys = [table.c[name] for name in by]
     result = []
-    for key in sorted(groups):
-        group = groups[key]
-        group.update(zip(by, key))
-        group["rate"] = group["silent"] / group["total"] if group["total"] else 0.0
-        result.append(group)
-    return since, result
+    for row in _counted(session, span, where, keys, RETRY_COUNTS):
+        counts = dict(zip(RETRY_COUNTS, map(int, row[len(by):])))
+        if not any(counts.values()):
+            continue  # a group with no verdict posted with a request_id
+        counts["never_recovered"] = max(counts["first_failures"] - counts["recoveries"], 0)
+        result.append({**dict(zip(by, row[: len(by)])), **counts})
+    return sorted(result, key=lambda group: tuple(group.get(name) or "" for name in by))

@@ -74,17 +74,32 @@ def minute_of(moment: datetime) -> datetime:
 # A whole batch is one parameter: a JSON array of its rows, which the database turns back into
 # rows (PostgreSQL: json_populate_recordset; SQLite: json_each).  Encoding that array is one
 # call of the C JSON encoder, where binding every value of every row would be Python work.
-VERDICT_COLUMNS = tuple(c.name for c in StoredVerdict.__table__.columns if c.name != "id")
+# Each row's previous attempt (the verdict stored last for its gateway and request_id) is
+# looked up as it is inserted.
+CHAIN_COLUMNS = ("previous_category", "previous_retryable")
+INPUT_COLUMNS = tuple(c.name for c in StoredVerdict.__table__.columns
+                      if c.name != "id" and c.name not in CHAIN_COLUMNS)
 ROLLUP_COLUMNS = tuple(c.name for c in VerdictRollup.__table__.columns)
 ROLLUP_KEY = tuple(c.name for c in VerdictRollup.__table__.primary_key.columns)
 ROLLUP_COUNTS = tuple(name for name in ROLLUP_COLUMNS if name not in ROLLUP_KEY)
 _ADD_COUNTS = ", ".join(f"{n} = verdict_rollups.{n} + excluded.{n}" for n in ROLLUP_COUNTS)
 
 
+def rollup_counts(row: dict) -> tuple[int, ...]:
+    """What one stored verdict adds to its rollup bucket, in ROLLUP_COUNTS order.  The
+    PostgreSQL statement counts the same in SQL (the tests hold both backends to it)."""
+    first = row["request_id"] is not None and row["previous_category"] is None
+    retry = row["previous_category"] is not None
+    after_failure = retry and row["previous_category"] != "complete"
+    return (1, row["silent"], row["model_fallback"], row["bytes"], first,
+            first and not row["complete"], retry, after_failure and row["complete"],
+            after_failure and row["previous_retryable"] is False)
+
+
 class _Store:
-    """Writes a batch of rows and its rollups in one transaction, on a connection of its own
-    that it keeps from batch to batch (a connection from the pool would be pinged at every
-    checkout) and drops after a failure, so that the next batch connects afresh."""
+    """Writes a batch of rows and its rollups, on a connection of its own that it keeps from
+    batch to batch (a connection from the pool would be pinged at every checkout) and drops
+    after a failure, so that the next batch connects afresh."""
 
     def __init__(self, engine: Engine, shard: int) -> None:
         self._engine = engine
@@ -97,15 +112,16 @@ class _Store:
             engine.dialect).bind_processor(engine.dialect)
         self._time_text = processor or datetime.isoformat
 
-    def insert(self, rows: list[dict]) -> dict[tuple[str, str], int]:
+    def insert(self, rows: list[dict]) -> dict[tuple[str, str], tuple]:
         """Insert the rows that are new (a duplicate key inserts nothing) and their rollups,
-        commit, and return the new rows' ids by (gateway, stream_id)."""
-        # the encoder asks time_text for what it cannot encode itself: the received_at times
-        batch = json.dumps(rows, default=self._time_text)
+        and commit.  Returns, by (gateway, stream_id) of each new row: its id and its previous
+        attempt's category and retryable."""
         if self._connection is None:
             self._connection = self._engine.raw_connection()
         try:
-            return self._write(self._connection.driver_connection, batch, rows)
+            return self._write(self._connection.driver_connection,
+                               [(wave, json.dumps(wave, default=self._time_text))
+                                for wave in _waves(rows)])
         except BaseException:
             connection, self._connection = self._connection, None
             try:
@@ -120,48 +136,92 @@ class _Store:
             self._connection = None
 
 
-class _PostgresStore(_Store):
-    """One statement a batch, in autocommit: the rows, and their rollups counted from exactly
-    the rows it inserted, in one atomic statement that commits as it ends (one round trip)."""
+def _waves(rows: list[dict]) -> list[list[dict]]:
+    """The batch in waves where no two rows are attempts of one request: a statement looks up
+    each row's previous attempt among the rows stored before it, not among its own."""
+    waves: list[list[dict]] = []
+    chains: list[set] = []
+    for row in rows:
+        chain = None if row["request_id"] is None else (row["gateway"], row["request_id"])
+        wave = 0
+        while wave < len(waves) and chain is not None and chain in chains[wave]:
+            wave += 1
+        if wave == len(waves):
+            waves.append([])
+            chains.append(set())
+        waves[wave].append(row)
+        chains[wave].add(chain)
+    return waves
 
+
+class _PostgresStore(_Store):
+    """One statement a wave, in autocommit: the rows, each with its previous attempt, and their
+    rollups counted from exactly the rows it inserted, in one atomic statement that commits as
+    it ends (one round trip)."""
+
+    _COUNTED = ("count(*)", "count(*) FILTER (WHERE silent)",
+                "count(*) FILTER (WHERE model_fallback)", "sum(bytes)",
+                "count(*) FILTER (WHERE request_id IS NOT NULL AND previous_category IS NULL)",
+                "count(*) FILTER (WHERE request_id IS NOT NULL AND previous_category IS NULL "
+                "AND NOT complete)",
+                "count(*) FILTER (WHERE previous_category IS NOT NULL)",
+                "count(*) FILTER (WHERE previous_category <> 'complete' AND complete)",
+                "count(*) FILTER (WHERE previous_category <> 'complete' "
+                "AND previous_retryable = false)")
+    assert len(_COUNTED) == len(ROLLUP_COUNTS)
     STATEMENT = (
-        f"WITH inserted AS (INSERT INTO verdicts ({', '.join(VERDICT_COLUMNS)}) "
-        f"SELECT {', '.join(VERDICT_COLUMNS)} FROM json_populate_recordset(NULL::verdicts, %s) "
-        f"ON CONFLICT (gateway, stream_id) DO NOTHING "
-        f"RETURNING id, gateway, stream_id, received_at, tool, protocol, category, silent, "
-        f"model_fallback, bytes), "
+        f"WITH incoming AS (SELECT {', '.join(f'r.{c}' for c in INPUT_COLUMNS)}, "
+        f"previous.category AS previous_category, previous.retryable AS previous_retryable "
+        f"FROM json_populate_recordset(NULL::verdicts, %s) AS r "
+        f"LEFT JOIN LATERAL (SELECT p.category, p.retryable FROM verdicts AS p "
+        f"WHERE r.request_id IS NOT NULL AND p.gateway = r.gateway "
+        f"AND p.request_id = r.request_id ORDER BY p.id DESC LIMIT 1) AS previous ON true), "
+        f"inserted AS (INSERT INTO verdicts ({', '.join(INPUT_COLUMNS + CHAIN_COLUMNS)}) "
+        f"SELECT * FROM incoming ON CONFLICT (gateway, stream_id) DO NOTHING "
+        f"RETURNING id, gateway, stream_id, ended_at, tool, protocol, category, complete, "
+        f"silent, model_fallback, bytes, request_id, {', '.join(CHAIN_COLUMNS)}), "
         f"rolled AS (INSERT INTO verdict_rollups ({', '.join(ROLLUP_COLUMNS)}) "
-        f"SELECT date_trunc('minute', received_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', "
-        f"gateway, tool, protocol, category, %s, count(*), count(*) FILTER (WHERE silent), "
-        f"count(*) FILTER (WHERE model_fallback), sum(bytes) FROM inserted "
+        f"SELECT date_trunc('minute', ended_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', "
+        f"gateway, tool, protocol, category, %s, {', '.join(_COUNTED)} FROM inserted "
         f"GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5 "
         f"ON CONFLICT ({', '.join(ROLLUP_KEY)}) DO UPDATE SET {_ADD_COUNTS}) "
-        f"SELECT gateway, stream_id, id FROM inserted")
+        f"SELECT gateway, stream_id, id, {', '.join(CHAIN_COLUMNS)} FROM inserted")
+    assert ROLLUP_COLUMNS[:6] == ("minute", "gateway", "tool", "protocol", "category", "shard")
+
+    def _write(self, connection, waves: list[tuple[list[dict], str]]) -> dict[tuple, tuple]:
+        connection.autocommit = True  # reset when it goes back to the pool (close)
+        new = {}
+        with connection.cursor() as cursor:
+            for _rows, wave in waves:
+                cursor.execute(self.STATEMENT, (wave, self._shard), prepare=True)
+                new.update(((gateway, stream_id), rest) for gateway, stream_id, *rest in cursor)
+        return new
 
     def close(self) -> None:
         if self._connection is not None:
             self._connection.driver_connection.autocommit = False  # as the pool hands it out
         super().close()
-    assert ROLLUP_COLUMNS == ("minute", "gateway", "tool", "protocol", "category", "shard",
-                              "verdicts", "silent", "model_fallbacks", "bytes")
 
-    def _write(self, connection, batch: str, rows: list[dict]) -> dict[tuple[str, str], int]:
-        connection.autocommit = True  # reset when it goes back to the pool (close)
-        with connection.cursor() as cursor:
-            cursor.execute(self.STATEMENT, (batch, self._shard), prepare=True)
-            return {(gateway, stream_id): row_id for gateway, stream_id, row_id in cursor}
+
+def _json_field(column: str) -> str:
+    """SQLite: the value of a field of the json_each row being read."""
+    return f"json_extract(value, '$.{column}')"
 
 
 class _SqliteStore(_Store):
-    """SQLite has no INSERT inside WITH: the rows in one statement, the rollups counted here
-    in another, then COMMIT."""
+    """SQLite has no INSERT inside WITH: each wave's rows in one statement, the rollups
+    counted here (rollup_counts) in another, then one COMMIT."""
 
+    _PREVIOUS = (f"FROM verdicts AS p WHERE p.gateway = {_json_field('gateway')} "
+                 f"AND p.request_id = {_json_field('request_id')} ORDER BY p.id DESC LIMIT 1")
     INSERT_VERDICTS = (
-        f"INSERT INTO verdicts ({', '.join(VERDICT_COLUMNS)}) "
-        f"SELECT {', '.join(f'json_extract(value, {chr(39)}$.{c}{chr(39)})' for c in VERDICT_COLUMNS)} "
+        f"INSERT INTO verdicts ({', '.join(INPUT_COLUMNS + CHAIN_COLUMNS)}) "
+        f"SELECT {', '.join(_json_field(c) for c in INPUT_COLUMNS)}, "
+        f"(SELECT p.category {_PREVIOUS}), (SELECT p.retryable {_PREVIOUS}) "
         # "WHERE true" keeps SQLite from reading ON CONFLICT as part of the SELECT
         f"FROM json_each(?) WHERE true "
-        f"ON CONFLICT (gateway, stream_id) DO NOTHING RETURNING gateway, stream_id, id")
+        f"ON CONFLICT (gateway, stream_id) DO NOTHING "
+        f"RETURNING gateway, stream_id, id, {', '.join(CHAIN_COLUMNS)}")
     ADD_ROLLUPS = (
         f"INSERT INTO verdict_rollups ({', '.join(ROLLUP_COLUMNS)}) "
         f"VALUES ({', '.join('?' * len(ROLLUP_COLUMNS))}) "
@@ -171,32 +231,37 @@ class _SqliteStore(_Store):
         super().__init__(engine, shard)
         self.lock = _SqliteWriteLock(sqlite_path(engine.url.render_as_string()))
 
-    def _write(self, connection, batch: str, rows: list[dict]) -> dict[tuple[str, str], int]:
+    def _write(self, connection, waves: list[tuple[list[dict], str]]) -> dict[tuple, tuple]:
+        new = {}
+        stored = []
         with self.lock:
             cursor = connection.cursor()
             try:
-                new_ids = {(gateway, stream_id): row_id for gateway, stream_id, row_id
-                           in cursor.execute(self.INSERT_VERDICTS, (batch,)).fetchall()}
-                by_key = {(row["gateway"], row["stream_id"]): row for row in rows}
-                cursor.executemany(self.ADD_ROLLUPS, self._rollups(
-                    by_key[key] for key in new_ids))
+                for rows, wave in waves:
+                    by_key = {(row["gateway"], row["stream_id"]): row for row in rows}
+                    for gateway, stream_id, row_id, category, retryable in cursor.execute(
+                            self.INSERT_VERDICTS, (wave,)).fetchall():
+                        retryable = None if retryable is None else bool(retryable)
+                        new[(gateway, stream_id)] = (row_id, category, retryable)
+                        stored.append({**by_key[(gateway, stream_id)],
+                                       "previous_category": category,
+                                       "previous_retryable": retryable})
+                cursor.executemany(self.ADD_ROLLUPS, self._rollups(stored))
             finally:
                 cursor.close()
             connection.commit()
-        return new_ids
+        return new
 
-    def _rollups(self, rows) -> list[tuple]:
-        """The additions to the per-minute rollups, sorted so that writers lock rollup rows in
-        one order; as the PostgreSQL statement counts them."""
-        buckets: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    def _rollups(self, rows: list[dict]) -> list[tuple]:
+        """The rows' additions to the per-minute rollups, sorted so that writers lock rollup
+        rows in one order."""
+        buckets: dict[tuple, list[int]] = {}
         for row in rows:
-            key = (minute_of(row["received_at"]), row["gateway"], row["tool"], row["protocol"],
+            key = (minute_of(row["ended_at"]), row["gateway"], row["tool"], row["protocol"],
                    row["category"])
-            counts = buckets[key]
-            counts[0] += 1
-            counts[1] += row["silent"]
-            counts[2] += row["model_fallback"]
-            counts[3] += row["bytes"]
+            counts = buckets.setdefault(key, [0] * len(ROLLUP_COUNTS))
+            for i, count in enumerate(rollup_counts(row)):
+                counts[i] += count
         return [(self._time_text(key[0]), *key[1:], self._shard, *counts)
                 for key, counts in sorted(buckets.items())]
 
@@ -317,7 +382,7 @@ class VerdictWriter:
         metrics.DB_WRITE_BATCH.observe(len(batch))
         for pending, result in zip(batch, results):
             if result.outcome == CREATED:
-                metrics.count_stored(pending.tool_label, result.row)
+                metrics.count_stored(pending.tool_label, result.row, rollup_counts(result.row))
         _answer(batch, results)
 
     def _write_batch(self, rows: list[dict]) -> list[WriteResult]:
@@ -327,9 +392,11 @@ class VerdictWriter:
             first_of_key.setdefault((row["gateway"], row["stream_id"]), row)
         new_ids = self._store.insert(list(first_of_key.values()))
         stored = {}
-        for key, row_id in new_ids.items():
+        for key, (row_id, previous_category, previous_retryable) in new_ids.items():
             stored[key] = row = first_of_key[key]  # the request's own row, stored now
             row["id"] = row_id
+            row["previous_category"] = previous_category
+            row["previous_retryable"] = previous_retryable
         missing = [key for key in first_of_key if key not in new_ids]
         if missing:  # stored before: committed by now, read them back as any reader would
             table = StoredVerdict.__table__
@@ -368,12 +435,13 @@ class VerdictWriter:
 
 
 def prune(engine: Engine, older_than: datetime) -> int:
-    """Delete verdict rows received before ``older_than``, in small transactions."""
+    """Delete verdict rows of streams that ended before ``older_than``, in small
+    transactions."""
     table = StoredVerdict.__table__
     total = 0
     while True:
         with engine.begin() as connection:
-            doomed = (select(table.c.id).where(table.c.received_at < older_than)
+            doomed = (select(table.c.id).where(table.c.ended_at < older_than)
                       .limit(PRUNE_BATCH_ROWS).scalar_subquery())
             deleted = connection.execute(delete(table).where(table.c.id.in_(doomed))).rowcount
         total += deleted

@@ -57,10 +57,18 @@ def ingest_caller(request: Request) -> Gateway:
     return Gateway(None, check)
 
 
+SESSION_COOKIE = "fastsse_session"  # the dashboard's sign-in (see Credentials.session)
+
+
 async def read_caller(request: Request) -> str:
-    name = request.app.state.read_credentials.bearer(request.headers.get("authorization"))
+    """A team with a read token: in the Authorization header, or signed in to the dashboard."""
+    credentials = request.app.state.read_credentials
+    authorization = request.headers.get("authorization")
+    name = (credentials.bearer(authorization) if authorization is not None
+            else credentials.session(request.cookies.get(SESSION_COOKIE)))
     if name is None:
-        raise HTTPException(401, "send Authorization: Bearer <read token>", headers=UNAUTHORIZED)
+        raise HTTPException(401, "send Authorization: Bearer <read token>, or sign in at /signin",
+                            headers=UNAUTHORIZED)
     return name
 
 

@@ -17,7 +17,9 @@ class VerdictOut(BaseModel):
     stream_id: str
     gateway: str = Field(description="The gateway whose credential posted the stream.")
     tool: str
-    received_at: datetime
+    received_at: datetime = Field(description="When the service received the post.")
+    ended_at: datetime = Field(description="When the stream ended, as the gateway said "
+                                           "(ended_at), else when the post arrived.")
     category: str = Field(description="The first failure found, in fastsse's fixed order; "
                                       "'complete' only when none was found.")
     complete: bool
@@ -50,6 +52,10 @@ class VerdictOut(BaseModel):
                                              "(a dated variant of the same model is not one).")
     request_id: str | None
     attempt: int | None
+    previous_category: str | None = Field(description="The category of the attempt stored "
+                                                      "before this one for the same gateway "
+                                                      "and request_id; null for a first.")
+    previous_retryable: bool | None
 
     @classmethod
     def from_row(cls, row) -> VerdictOut:
@@ -57,6 +63,7 @@ class VerdictOut(BaseModel):
         values["limit"] = values.pop("limit_kind")
         values["model"] = values.pop("model_served")
         values["received_at"] = as_utc(values["received_at"])
+        values["ended_at"] = as_utc(values["ended_at"])
         return cls.model_validate(values)
 
 
@@ -70,6 +77,7 @@ def verdict_json(row) -> bytes:
     every post with it (tests check that it equals VerdictOut's own serialization)."""
     values = {name: row[column] for name, column in _FIELDS}
     values["received_at"] = _utc_text(values["received_at"])
+    values["ended_at"] = _utc_text(values["ended_at"])
     return json.dumps(values, ensure_ascii=False, separators=(",", ":")).encode()
 
 
@@ -98,24 +106,84 @@ class VerdictPage(BaseModel):
                                                 "null on the last page.")
 
 
-class RateGroup(BaseModel):
+class Counts(BaseModel):
+    total: int = Field(description="Verdicts stored.")
+    silent: int = Field(description="Of them, failed while the transport looked clean.")
+    rate: float = Field(description="silent / total: the share of streams that failed silently "
+                                    "(0 when total is 0).")
+    failed: int = Field(description="Verdicts whose category is not complete.")
+    model_fallbacks: int = Field(description="Streams served by another model than requested.")
+    bytes: int
+
+
+class RateGroup(Counts):
     gateway: str | None = None
     tool: str | None = None
     protocol: str | None = None
-    total: int
-    silent: int
-    rate: float = Field(description="silent / total: the share of streams that failed silently.")
-    failed: int = Field(description="Streams whose category is not complete.")
-    model_fallbacks: int
-    bytes: int
-    by_category: dict[str, int]
+    by_category: dict[str, int] = Field(description="Verdicts per category.")
+    silent_by_category: dict[str, int] = Field(description="Silent failures per category.")
 
 
 class Rates(BaseModel):
-    window: int = Field(description="Seconds covered (whole minutes, the current one included).")
+    window: int = Field(description="Seconds covered (whole minutes; without until, the "
+                                    "current minute included).")
     since: datetime
+    until: datetime | None = Field(None, description="The first minute not covered; null: now.")
     by: list[str]
     groups: list[RateGroup]
+
+
+class SeriesGroup(Counts):
+    gateway: str | None = None
+    tool: str | None = None
+    protocol: str | None = None
+
+
+class SeriesPoint(BaseModel):
+    start: datetime = Field(description="The bucket's first minute.")
+    groups: list[SeriesGroup]
+
+
+class Series(BaseModel):
+    since: datetime
+    until: datetime | None
+    bucket: int = Field(description="Seconds per bucket; buckets start at multiples of it "
+                                    "since 1970-01-01 UTC.")
+    by: str | None
+    points: list[SeriesPoint] = Field(description="Buckets with at least one verdict, in order.")
+
+
+class RetryGroup(BaseModel):
+    gateway: str | None = None
+    tool: str | None = None
+    protocol: str | None = None
+    requests: int = Field(description="First attempts posted with a request_id.")
+    first_failures: int = Field(description="Of them, failed.")
+    retries: int = Field(description="Attempts that followed an earlier one of their request.")
+    recoveries: int = Field(description="Retries that completed after a failed attempt.")
+    never_recovered: int = Field(description="first_failures - recoveries (at least 0): failed "
+                                             "requests no retry has completed yet.")
+    retries_of_final: int = Field(description="Retries of a failure that was not retryable "
+                                              "(a token limit, a filter): the same request "
+                                              "hits the same wall.")
+
+
+class Retries(BaseModel):
+    window: int
+    since: datetime
+    until: datetime | None
+    by: list[str]
+    groups: list[RetryGroup]
+
+
+class RequestChain(BaseModel):
+    gateway: str
+    attempts: list[VerdictOut] = Field(description="In the order they were stored.")
+
+
+class RequestAttempts(BaseModel):
+    request_id: str
+    chains: list[RequestChain] = Field(description="One per gateway that posted it.")
 
 
 class Problem(BaseModel):

@@ -8,7 +8,7 @@ import pytest
 
 from service.auth import ConfigError, Credentials, parse_tokens, sign_webhook
 
-from .conftest import INGEST, READ, WEBHOOK_SECRET
+from .conftest import INGEST, INGEST_SECRET, READ, READ_SECRET, WEBHOOK_SECRET
 from .streams import chat_stream
 from .test_ingest import stored_rows
 
@@ -129,3 +129,44 @@ def test_bearer_matches_exactly():
     assert credentials.bearer("Bearer secret-") is None
     assert credentials.bearer("Bearer secret-a2") is None
     assert credentials.bearer(None) is None
+
+
+def test_a_dashboard_session_is_signed_and_ends():
+    from service.auth import Credentials
+
+    team = Credentials({"team": "s3cret", "other.team": "another"})
+    cookie = team.session_cookie("team", seconds=60, now=1_000)
+    assert team.session(cookie, now=1_030) == "team"
+    assert "s3cret" not in cookie
+    assert team.session(cookie, now=1_061) is None  # expired
+    name, expires, mac = cookie.split(".")
+    assert team.session(f"other.team.{expires}.{mac}", now=1_030) is None  # another name
+    assert team.session(f"{name}.{int(expires) + 3600}.{mac}", now=1_030) is None  # longer
+    assert team.session(cookie[:-2] + "AA", now=1_030) is None
+    assert team.session("garbage", now=1_030) is None and team.session(None) is None
+    dotted = team.session_cookie("other.team", seconds=60, now=1_000)
+    assert team.session(dotted, now=1_030) == "other.team"
+    # a new secret ends the sessions made with the old one
+    assert Credentials({"team": "rotated"}).session(cookie, now=1_030) is None
+
+
+def test_signing_in_and_out_over_http(client):
+    redirect = client.get("/?window=7d", follow_redirects=False)
+    assert redirect.status_code == 303
+    assert redirect.headers["location"] == "/signin?next=/%3Fwindow%3D7d"
+    wrong = client.post("/signin", content=b"token=nope&next=/", follow_redirects=False)
+    assert wrong.status_code == 401 and "not known" in wrong.text
+    ingest = client.post("/signin", content=f"token={INGEST_SECRET}".encode(),
+                         follow_redirects=False)
+    assert ingest.status_code == 401 and "ingest token" in ingest.text
+    evil = client.post("/signin", content=f"token={READ_SECRET}&next=//evil.example/".encode(),
+                       follow_redirects=False)
+    assert evil.status_code == 303 and evil.headers["location"] == "/"
+    assert "httponly" in evil.headers["set-cookie"].lower()
+    assert "samesite=strict" in evil.headers["set-cookie"].lower()
+    page = client.get("/")
+    assert page.status_code == 200 and "signed in as" in page.text
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert client.get("/v1/rates").status_code == 200  # the cookie reads the API
+    client.post("/signout")
+    assert client.get("/v1/rates").status_code == 401

@@ -331,7 +331,7 @@ def test_the_fast_path_answers_as_the_fastapi_route_does(make_settings, database
                                      headers=headers)
                 payload = response.json()
                 if isinstance(payload, dict):
-                    for varying in ("id", "received_at", "gateway"):
+                    for varying in ("id", "received_at", "ended_at", "gateway"):
                         payload.pop(varying, None)
                 out.append((response.status_code, payload,
                             response.headers.get("www-authenticate")))
@@ -341,3 +341,33 @@ def test_the_fast_path_answers_as_the_fastapi_route_does(make_settings, database
     fast, routed = answers(True, "fast"), answers(False, "routed")
     assert [status for status, *_ in fast] == [201, 200, 409, 401, 401, 422, 201]
     assert fast == routed
+
+
+def test_ended_at_keeps_a_late_post_at_its_own_time(client, database_url):
+    from datetime import datetime, timedelta, timezone
+
+    ended = datetime.now(timezone.utc) - timedelta(days=3)
+    response = post(client, chat_stream(), stream_id="late-1",
+                    ended_at=ended.isoformat().replace("+00:00", "Z"))
+    assert response.status_code == 201, response.text
+    verdict = response.json()
+    assert verdict["ended_at"].startswith(ended.strftime("%Y-%m-%dT%H:%M"))
+    assert verdict["received_at"] > verdict["ended_at"]
+    hour = client.get("/v1/rates", params={"window": "1h", "by": "gateway"}).status_code
+    assert hour == 401  # a read token is needed, and with it ...
+    from .conftest import READ
+
+    assert client.get("/v1/rates", params={"window": "1h", "by": "gateway"},
+                      headers=READ).json()["groups"] == []
+    week = client.get("/v1/rates", params={"window": "7d", "by": "gateway"},
+                      headers=READ).json()["groups"]
+    assert week[0]["total"] == 1
+    for bad, reason in [((datetime.now(timezone.utc) + timedelta(hours=1)).isoformat(), "ahead"),
+                        ("2026-12-01T09:30:00", "zone"), ("yesterday", "ISO 8601"),
+                        ((datetime.now(timezone.utc) - timedelta(days=500)).isoformat(),
+                         "older")]:
+        refused = post(client, chat_stream(), stream_id="late-2", ended_at=bad)
+        assert refused.status_code == 422, bad
+        assert refused.json()["detail"][0]["loc"] == ["query", "ended_at"]
+        assert reason in refused.json()["detail"][0]["msg"]
+    assert [r["stream_id"] for r in stored_rows(database_url)] == ["late-1"]

@@ -6,8 +6,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from service.api.routes.rates import parse_window
-from service.queries import silent_rates
+from service.api.filters import parse_window
+from service.queries import Span, silent_rates
 from service.db import make_engine, make_sessionmaker
 
 from .conftest import INGEST, READ
@@ -101,16 +101,18 @@ def test_rates_by_gateway_only(client, posted):
                                 "failed": 4, "model_fallbacks": 0,
                                 "bytes": sum(len(body) for _, body, _ in posted),
                                 "by_category": {"complete": 2, "no_end_marker": 1,
-                                                "truncated_length": 2, "transport_error": 1}}]
+                                                "truncated_length": 2, "transport_error": 1},
+                                "silent_by_category": {"no_end_marker": 1,
+                                                       "truncated_length": 2}}]
 
 
 def test_rates_window_excludes_older_minutes(database_url, client, posted):
     engine = make_engine(database_url)
     with make_sessionmaker(engine)() as session:
         later = datetime.now(timezone.utc) + timedelta(hours=2)
-        _, groups = silent_rates(session, window_seconds=3600, by=("tool",), now=later)
+        groups = silent_rates(session, Span.of(seconds=3600, now=later), by=("tool",))
         assert groups == []
-        _, groups = silent_rates(session, window_seconds=3 * 3600, by=("tool",), now=later)
+        groups = silent_rates(session, Span.of(seconds=3 * 3600, now=later), by=("tool",))
         assert sum(g["total"] for g in groups) == 6
     engine.dispose()
 
@@ -145,4 +147,49 @@ def test_openapi_documents_every_route(client):
     assert "text/event-stream" in ingest["requestBody"]["content"]
     params = {p["name"] for p in ingest["parameters"]}
     assert params == {"stream_id", "protocol", "tool", "transport", "upstream_status",
-                      "model_requested", "request_id", "attempt"}
+                      "model_requested", "request_id", "attempt", "ended_at"}
+
+
+def test_rates_filters_and_an_explicit_span(client, posted):
+    codex = client.get("/v1/rates", params={"tool": "codex", "by": "protocol"},
+                       headers=READ).json()["groups"]
+    assert [(g["protocol"], g["total"]) for g in codex] == [("chat", 4)]
+    now = datetime.now(timezone.utc)
+    span = {"since": (now - timedelta(minutes=10)).isoformat(),
+            "until": (now + timedelta(minutes=2)).isoformat(), "by": "gateway"}
+    rates = client.get("/v1/rates", params=span, headers=READ).json()
+    assert rates["groups"][0]["total"] == 6 and rates["until"] is not None
+    before = {**span, "until": (now - timedelta(minutes=5)).isoformat()}
+    assert client.get("/v1/rates", params=before, headers=READ).json()["groups"] == []
+    assert client.get("/v1/rates", params={"until": now.isoformat()},
+                      headers=READ).status_code == 422
+
+
+def test_series_buckets_and_its_chart(client, posted):
+    series = client.get("/v1/series", params={"window": "1h", "by": "tool"},
+                        headers=READ).json()
+    assert series["bucket"] == 60 and series["by"] == "tool"
+    totals = {}
+    for point in series["points"]:
+        assert datetime.fromisoformat(point["start"].replace("Z", "+00:00")).second == 0
+        for group in point["groups"]:
+            totals[group["tool"]] = totals.get(group["tool"], 0) + group["total"]
+    assert totals == {"codex": 4, "claude-code": 2}
+    week = client.get("/v1/series", params={"window": "7d"}, headers=READ).json()
+    assert week["bucket"] == 7200 and week["by"] is None
+    assert sum(g["total"] for p in week["points"] for g in p["groups"]) == 6
+    svg = client.get("/v1/series.svg", params={"window": "1h", "by": "tool"}, headers=READ)
+    assert svg.headers["content-type"].startswith("image/svg+xml")
+    assert svg.text.startswith("<svg") and "codex (4 streams)" in svg.text
+    assert "claude-code (2 streams)" in svg.text and "<script" not in svg.text
+    too_fine = client.get("/v1/series", params={"window": "30d", "bucket": "60"}, headers=READ)
+    assert too_fine.status_code == 422
+
+
+def test_one_verdict_by_id_and_the_failures_only(client, posted):
+    failures = client.get("/v1/verdicts", params={"complete": "false"}, headers=READ).json()
+    assert [v["stream_id"] for v in failures["verdicts"]] == ["r5", "r4", "r2", "r1"]
+    first = failures["verdicts"][0]
+    one = client.get(f"/v1/verdicts/{first['id']}", headers=READ)
+    assert one.status_code == 200 and one.json() == first
+    assert client.get("/v1/verdicts/999999", headers=READ).status_code == 404

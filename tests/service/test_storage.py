@@ -66,8 +66,9 @@ def counts(url: str) -> tuple[int, int]:
 def age_row(url: str, stream_id: str, days: float) -> None:
     engine = make_engine(url)
     with engine.begin() as connection:
+        then = datetime.now(timezone.utc) - timedelta(days=days)
         connection.execute(update(StoredVerdict).where(StoredVerdict.stream_id == stream_id)
-                           .values(received_at=datetime.now(timezone.utc) - timedelta(days=days)))
+                           .values(received_at=then, ended_at=then))
     engine.dispose()
 
 

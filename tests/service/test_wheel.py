@@ -70,6 +70,9 @@ def test_the_wheel_carries_the_migrations_and_no_build_inputs(installed):
     assert "service/migrations/env.py" in names
     assert "service/migrations/script.py.mako" in names
     assert any(n.startswith("service/migrations/versions/0001_") for n in names)
+    for asset in ("templates/index.html", "templates/signin.html", "static/dashboard.js",
+                  "static/dashboard.css", "prometheus/rules.yml"):
+        assert f"service/dashboard/{asset}" in names, asset
     assert any(n.startswith("fastsse/_scanner.") and n.endswith(".so") for n in names)
     assert not [n for n in names if n.endswith((".pyx", ".pxd", ".h", ".c"))]
     assert not [n for n in names if n.startswith(("tests/", "bench/", "migrations/"))]
@@ -111,6 +114,8 @@ def test_migrate_then_serve_from_an_empty_directory(installed, empty_dir, servic
         assert [(v["stream_id"], v["category"]) for v in listed] == [
             ("from-a-wheel", "truncated_length")]
         assert http.get("/openapi.json").json()["info"]["version"] == wheel.name.split("-")[1]
+        assert "Read token" in http.get("/signin").text  # the dashboard is served too
+        assert http.get("/static/dashboard.js").status_code == 200
     service.stop()
     assert "Traceback" not in service.log()
     assert sorted(p.name for p in empty_dir.iterdir() if not p.name.startswith("fresh")) == []

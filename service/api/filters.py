@@ -1,0 +1,83 @@
+"""Query parameters the counting read endpoints share: the time span, and the group filters."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import Depends, Query
+
+from ..queries import RATE_DIMENSIONS, RollupFilter, Span
+from .deps import invalid_parameter
+
+_WINDOW = re.compile(r"^(\d+)([smhd]?)$")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_WINDOW_SECONDS = 400 * 86400
+BY_PATTERN = r"^(gateway|tool|protocol)(,(gateway|tool|protocol))*$"
+
+
+def parse_window(text: str) -> int:
+    match = _WINDOW.match(text.strip())
+    if not match:
+        raise ValueError("window must be seconds (3600) or a number with s, m, h or d (15m, 7d)")
+    seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if not 60 <= seconds <= MAX_WINDOW_SECONDS:
+        raise ValueError("window must be between 1 minute and 400 days")
+    return seconds
+
+
+def parse_by(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+    unknown = [name for name in names if name not in RATE_DIMENSIONS]
+    if unknown or not names:
+        raise ValueError(f"by must be a comma-separated subset of {','.join(RATE_DIMENSIONS)}")
+    return names
+
+
+async def time_span(
+    # The patterns document the forms; the parsers check them and say what is wrong.
+    window: Annotated[str, Query(description="Seconds, or 15m / 1h / 7d (1 minute to 400 days): "
+                                             "the span that ends now.",
+                                 json_schema_extra={"pattern": r"^\d+[smhd]?$"})] = "3600",
+    since: Annotated[datetime | None, Query(description=(
+        "ISO 8601 (no zone means UTC): the span starts here instead, at the minute."))] = None,
+    until: Annotated[datetime | None, Query(description=(
+        "ISO 8601: with since, the span ends here (the minute excluded) instead of now."))] = None,
+) -> Span:
+    try:
+        seconds = parse_window(window)
+    except ValueError as exc:
+        raise invalid_parameter("window", window, str(exc)) from None
+    if until is not None and since is None:
+        raise invalid_parameter("until", str(until), "until needs since")
+    span = Span.of(seconds=seconds, since=since, until=until)
+    if span.until is not None and span.until <= span.since:
+        raise invalid_parameter("until", str(until), "until must be a later minute than since")
+    if span.window > MAX_WINDOW_SECONDS:
+        raise invalid_parameter("since", str(since), "the span must be at most 400 days")
+    return span
+
+
+async def group_filter(
+    gateway: Annotated[str | None, Query(max_length=64, description="Only this gateway.")] = None,
+    tool: Annotated[str | None, Query(max_length=64, description="Only this tool.")] = None,
+    protocol: Annotated[str | None, Query(max_length=16, description="Only this protocol.")] = None,
+) -> RollupFilter:
+    return RollupFilter(gateway=gateway, tool=tool, protocol=protocol)
+
+
+async def grouping(
+    by: Annotated[str, Query(description="Group by any of gateway,tool,protocol.",
+                             json_schema_extra={"pattern": BY_PATTERN})] = "tool,protocol",
+) -> tuple[str, ...]:
+    try:
+        return parse_by(by)
+    except ValueError as exc:
+        raise invalid_parameter("by", by, str(exc)) from None
+
+
+SpanDep = Annotated[Span, Depends(time_span)]
+FilterDep = Annotated[RollupFilter, Depends(group_filter)]
+GroupingDep = Annotated[tuple[str, ...], Depends(grouping)]
+

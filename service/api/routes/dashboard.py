@@ -1,0 +1,105 @@
+"""The dashboard: the page at ``/``, its sign-in, and its assets.
+
+The page is a template with a little JavaScript (``dashboard/static/dashboard.js``) that reads
+the same documented API anyone can call (``/v1/rates``, ``/v1/series``, ``/v1/retries``,
+``/v1/verdicts``, ``/v1/requests``), so that the page, scripts and Grafana never disagree.
+Signing in takes a read token once and keeps a signed session in an HttpOnly cookie; the
+read API accepts that cookie as it accepts the token.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from string import Template
+from urllib.parse import parse_qs, quote
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+import fastsse
+
+from ...resources import resource_dir
+from ..deps import SESSION_COOKIE
+
+router = APIRouter(tags=["dashboard"], include_in_schema=False)
+
+DASHBOARD = resource_dir("dashboard")
+MAX_FORM_BYTES = 4096
+# Everything the page loads comes from the service itself.
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+                               "script-src 'self'; connect-src 'self'; frame-ancestors 'none'; "
+                               "form-action 'self'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+def _template(name: str) -> Template:
+    return Template((DASHBOARD / "templates" / name).read_text())
+
+
+def _page(name: str, status: int = 200, **values: str) -> HTMLResponse:
+    text = _template(name).substitute({key: escape(value) for key, value in values.items()},
+                                      version=escape(fastsse.__version__))
+    return HTMLResponse(text, status_code=status, headers=PAGE_HEADERS)
+
+
+def _signed_in(request: Request) -> str | None:
+    return request.app.state.read_credentials.session(request.cookies.get(SESSION_COOKIE))
+
+
+def _local(next_path: str | None) -> str:
+    """Where to go after signing in: a path of this service, never another site."""
+    if not next_path or not next_path.startswith("/") or next_path.startswith("//"):
+        return "/"
+    return next_path
+
+
+@router.get("/", response_class=HTMLResponse)
+async def dashboard(request: Request) -> Response:
+    team = _signed_in(request)
+    if team is None:
+        here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"/signin?next={quote(here)}", status_code=303)
+    return _page("index.html", team=team)
+
+
+@router.get("/signin", response_class=HTMLResponse)
+async def signin_form(request: Request, next: str = "/") -> Response:
+    return _page("signin.html", message="", next=_local(next), message_class="hidden")
+
+
+@router.post("/signin", response_class=HTMLResponse)
+async def signin(request: Request) -> Response:
+    body = await request.body()
+    form = parse_qs(body[:MAX_FORM_BYTES].decode("utf-8", "replace"))
+    token = (form.get("token") or [""])[0].strip()
+    next_path = _local((form.get("next") or ["/"])[0])
+    state = request.app.state
+    team = state.read_credentials.named(token) if token else None
+    if team is None:
+        if token and state.ingest_credentials.named(token):
+            message = ("That is a gateway's ingest token: it posts streams but cannot read "
+                       "them. Sign in with a read token (READ_TOKENS).")
+        elif token:
+            message = "That read token is not known here. Check READ_TOKENS and try again."
+        else:
+            message = "Enter a read token."
+        return _page("signin.html", status=401, message=message, next=next_path,
+                     message_class="problem")
+    hours = state.settings.dashboard_session_hours
+    response = RedirectResponse(next_path, status_code=303)
+    response.set_cookie(SESSION_COOKIE,
+                        state.read_credentials.session_cookie(team, seconds=int(hours * 3600)),
+                        max_age=int(hours * 3600), httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https", path="/")
+    return response
+
+
+@router.post("/signout")
+async def signout() -> Response:
+    response = RedirectResponse("/signin", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response

@@ -1,0 +1,61 @@
+"""The dashboard in a real headless Chromium (Debian's, driven by Playwright for Python; never a
+browser Playwright downloads), against the service as a real process.
+
+Where Chromium or Playwright is missing these tests skip with the reason, unless
+FASTSSE_REQUIRE_BROWSER=1 (set by .ci/run), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.service.conftest import (  # noqa: F401  (fixtures)
+    INGEST,
+    READ,
+    REPO,
+    TOKENS,
+    database_url,
+    postgres_url,
+    service_process,
+    sqlite_url,
+)
+
+CHROMIUM = os.environ.get("FASTSSE_CHROMIUM", "/usr/bin/chromium")
+REQUIRE_BROWSER = os.environ.get("FASTSSE_REQUIRE_BROWSER") == "1"
+ARTIFACTS = REPO / "test-artifacts"
+
+
+def _unavailable(reason: str):
+    if REQUIRE_BROWSER:
+        pytest.fail(f"the browser is required here (FASTSSE_REQUIRE_BROWSER=1): {reason}")
+    pytest.skip(reason)
+
+
+# Module-wide, not session-wide: Playwright's sync API keeps an event loop running in this
+# thread while it is open, and later tests call asyncio.run().
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("Playwright for Python is not installed (pip install playwright)")
+    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
+        _unavailable(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--headless", "--no-sandbox", "--disable-gpu",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
