@@ -5,13 +5,17 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: test run bench bench-service clean
+.PHONY: test run demo bench bench-service clean
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest
 
 run: $(VENV)/.installed
 	$(BIN)/python -m service serve $(ARGS)
+
+# The service on SQLite with a week of generated traffic, then a trickle (Ctrl-C stops).
+demo: $(VENV)/.installed
+	$(BIN)/python -m loadtests.demo $(ARGS)
 
 bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/bench_scanner.py
