@@ -196,6 +196,18 @@ def test_keyboard_and_dark(browser, dashboard, artifacts, database_url):
     assert page.evaluate("getComputedStyle(document.body).backgroundColor") == \
         "rgb(255, 255, 255)"
     page.screenshot(path=str(artifacts / f"dashboard-keyboard-{backend(database_url)}.png"))
+
+    # a custom span: its fields appear, the URL holds it, and the streams of now are in it
+    page.select_option("#window", "custom")
+    page.wait_for_function("location.search.includes('window=custom')")
+    assert page.locator("#custom-span").is_visible()
+    assert "since=" in page.url
+    wait_for(lambda: "1 / 4" in cell_text(page, "codex", "responses"))
+    page.fill("#since", "2020-01-01T00:00")
+    page.dispatch_event("#since", "change")
+    page.fill("#until", "2020-01-02T00:00")
+    page.dispatch_event("#until", "change")
+    wait_for(lambda: "No streams in this window" in page.locator("#matrix").inner_text())
     context.close()
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import subprocess
 
@@ -57,13 +56,16 @@ def database_dump(url: str) -> str:
 def test_canary_never_leaves_the_request_body(service_process, database_url):
     service = service_process({"DATABASE_URL": database_url, "LOG_LEVEL": "debug"})
     answers = []
+    first_answers = []
     with httpx.Client(base_url=service.url, timeout=30) as http:
         for i, (params, body) in enumerate(canary_streams()):
             assert CANARY[:10].encode() in body
             response = http.post("/v1/streams", content=body, headers=INGEST,
-                                 params={"stream_id": f"canary-{i}", "tool": "codex", **params})
+                                 params={"stream_id": f"canary-{i}", "tool": "codex",
+                                         "request_id": "canary-chain", "attempt": i, **params})
             assert response.status_code == 201, response.text
             answers.append(response.text)
+            first_answers.append(response.json())
             again = http.post("/v1/streams", content=body, headers=INGEST,
                               params={"stream_id": f"canary-{i}"})
             answers.append(again.text)
@@ -74,8 +76,16 @@ def test_canary_never_leaves_the_request_body(service_process, database_url):
         answers.append(http.get("/v1/verdicts", params={"limit": 1000}, headers=READ).text)
         answers.append(http.get("/v1/rates", params={"by": "gateway,tool,protocol"},
                                 headers=READ).text)
+        # and what the dashboard reads and shows
+        for path in ("/v1/series", "/v1/series.svg", "/v1/retries", "/v1/requests/canary-chain",
+                     "/v1/categories"):
+            answers.append(http.get(path, headers=READ).text)
+        signed_in = http.post("/signin", content=f"token={READ_SECRET}".encode(),
+                              follow_redirects=True)
+        answers.append(signed_in.text)  # the dashboard page itself
+        assert "signed in as" in signed_in.text
         metrics = http.get("/metrics").text
-    categories = {json.loads(a)["category"] for a in answers[:-3:2]}
+    categories = {answer["category"] for answer in first_answers}
     # The canary went through many different verdict paths.
     assert {"complete", "no_end_marker", "tool_call_malformed", "upstream_error",
             "malformed_event", "buffer_residual", "content_filtered"} <= categories
