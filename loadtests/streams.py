@@ -52,6 +52,9 @@ EXPECTED_CATEGORY = {
     "stall": "no_end_marker",
     "empty": "no_end_marker",
 }
+# What it should say when the gateway saw the connection end as the fault ends it: a reset is a
+# transport error (a stall ends cleanly once its silence is over, unless a client gave up first).
+EXPECTED_OVER_HTTP = {**EXPECTED_CATEGORY, "reset": "transport_error"}
 # Faults that only make sense where the dialect has a separate finish event.
 F2C_DIALECTS = ("chat", "anthropic")
 
@@ -145,8 +148,7 @@ def _chat(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], int |
     middle = len(events) - len(answer) // 2
     if fault == "error":
         error = {"error": {"message": "The server had an error while processing your request. "
-                                      "Sorry about that!", "type": "server_error", "param": None,
-                           "code": None}}
+                                      "Sorry about that!", "type": "server_error", "code": None}}
         return events[:middle] + [b"data: " + _compact(error) + b"\n\n", b"data: [DONE]\n\n"], \
             middle + 1, sum(len(t) for t in answer[: middle - 1 - len(thought)])
     finish = "length" if fault in ("F4", "F5") else "stop"
