@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import re
 import socket
@@ -143,6 +144,7 @@ class Connection:
         self.writer = writer
         self.keep_alive = keep_alive
         self.bytes_sent = 0
+        self.digest = hashlib.sha256()  # of the body bytes sent, to prove what a proxy passed on
 
     async def head(self, status: int, headers: dict[str, str]) -> None:
         reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}.get(status, "OK")
@@ -156,6 +158,7 @@ class Connection:
         if data:
             self.writer.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.bytes_sent += len(data)
+            self.digest.update(data)
             await self.writer.drain()
 
     async def end_chunks(self) -> None:
@@ -167,6 +170,7 @@ class Connection:
                                  "content-length": str(len(body))})
         self.writer.write(body)
         self.bytes_sent += len(body)
+        self.digest.update(body)
         await self.writer.drain()
 
     async def reset(self) -> None:
@@ -225,8 +229,10 @@ class MockProvider:
         if prefix:
             fault, once = prefix["fault"], prefix["once"] and prefix.group(0)
             path = path[prefix.end():]
+        # The headers' names only (their values hold credentials), to show what a client sent.
         entry = {"at": time.time(), "method": request.method, "path": request.path,
-                 "user_agent": request.headers.get("user-agent"), "fault": fault}
+                 "user_agent": request.headers.get("user-agent"), "fault": fault,
+                 "host": request.headers.get("host"), "headers": sorted(request.headers)}
         if request.method == "HEAD":
             await connection.head(200, {"content-length": "0"})
             self.log({**entry, "status": 200, "kind": "probe"})
@@ -290,7 +296,7 @@ class MockProvider:
                 await asyncio.sleep(self.settings.stall_seconds)
             await connection.end_chunks()
         self.log({**entry, "status": 200, "kind": "stream", "bytes_sent": connection.bytes_sent,
-                  "events_sent": len(sent.pieces), "terminal_sent": sent.terminal_sent,
+                  "sha256": connection.digest.hexdigest(), "events_sent": len(sent.pieces), "terminal_sent": sent.terminal_sent,
                   "ending": sent.ending, "text_chars": sent.text_chars})
         return clean
 

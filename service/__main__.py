@@ -9,11 +9,12 @@ import os
 import sys
 import tempfile
 from datetime import timedelta
+from pathlib import Path
 
 import fastsse
 
 from .auth import ConfigError, parse_tokens
-from .config import get_settings
+from .config import TapSettings, get_settings
 from .db import make_engine, migrate, utcnow
 
 
@@ -33,7 +34,25 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("migrate", help="apply migrations only")
     prune = commands.add_parser("prune", help="delete verdict rows past RETENTION_DAYS now")
     prune.add_argument("--days", type=float, help="override RETENTION_DAYS")
+    tap = commands.add_parser(
+        "tap", help="a reverse proxy in front of an LLM API that posts each streamed answer "
+                    "to this service (settings: TAP_* variables, see the README)")
+    tap.add_argument("--listen", default="127.0.0.1:8080", type=_listen_address,
+                     help="HOST:PORT to listen on (':8080' is every interface; "
+                          "default 127.0.0.1:8080)")
+    tap.add_argument("--upstream", help="the LLM API, such as https://api.openai.com "
+                                        "(TAP_UPSTREAM)")
+    tap.add_argument("--ingest", help="the verdict service, such as http://verdicts:8000 "
+                                      "(TAP_INGEST)")
+    tap.add_argument("--token", help="an ingest token of the service (TAP_INGEST_TOKEN; "
+                                     "better kept out of the command line)")
+    tap.add_argument("--token-file", type=Path, help="a file holding the ingest token "
+                                                     "(TAP_INGEST_TOKEN_FILE)")
+    tap.add_argument("--tool", help="label every stream with this tool instead of telling it "
+                                    "from the User-Agent (TAP_TOOL)")
     args = parser.parse_args(argv)
+    if args.command == "tap":
+        return _tap(args)
 
     try:
         settings = get_settings()
@@ -68,7 +87,7 @@ def server_options(settings) -> dict:
     log_config["loggers"]["service"] = {"handlers": ["default"], "level": settings.log_level.upper(),
                                         "propagate": False}
     return {"log_level": settings.log_level, "log_config": log_config,
-            "access_log": settings.access_log}
+            "access_log": getattr(settings, "access_log", False)}
 
 
 def server_stack() -> str:
@@ -95,6 +114,39 @@ def run_server(app: str, *, host: str, port: int, workers: int, settings,
 def _serve(args, settings) -> int:
     run_server("service.app:served_app", factory=True, host=args.host, port=args.port,
                workers=args.workers, settings=settings)
+    return 0
+
+
+def _listen_address(text: str) -> tuple[str, int]:
+    host, separator, port = text.rpartition(":")
+    if not separator or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT (or :PORT)")
+    return (host.strip("[]") or "0.0.0.0"), int(port)
+
+
+def _tap(args) -> int:
+    from pydantic import ValidationError
+
+    overrides = {name: value for name, value in (
+        ("upstream", args.upstream), ("ingest", args.ingest), ("ingest_token", args.token),
+        ("ingest_token_file", args.token_file), ("tool", args.tool)) if value is not None}
+    try:
+        settings = TapSettings(**overrides)
+        if settings.ingest_token_file is not None:
+            token = settings.ingest_token_file.read_text().strip()
+            settings = settings.model_copy(update={"ingest_token": token})
+        if not settings.upstream:
+            raise ConfigError("no upstream: give --upstream or TAP_UPSTREAM")
+    except (ConfigError, ValidationError, OSError) as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    if not settings.ingest_token:
+        print("warning: no ingest token (--token-file or TAP_INGEST_TOKEN): the service will "
+              "refuse the posts unless it runs without INGEST_TOKENS", file=sys.stderr)
+    from .tap import run
+
+    host, port = args.listen
+    run(settings, host, port, server_options(settings)["log_config"])
     return 0
 
 

@@ -16,7 +16,7 @@ from .judging import UNKNOWN_TOOL
 # made-up tool names cannot multiply the series a Prometheus server has to keep.
 DEFAULT_METRICS_TOOLS = (
     "aider,amp,claude-code,cline,codex,continue,copilot,crush,cursor,gemini-cli,goose,"
-    "kilo-code,opencode,openhands,qwen-code,roo-code,windsurf,zed"
+    "kilo-code,kimi-cli,opencode,openhands,qwen-code,roo-code,windsurf,zed"
 )
 
 
@@ -71,6 +71,48 @@ class Settings(BaseSettings):
         """The tools metrics label by name; a post without a tool is labelled "unknown"."""
         names = {name.strip() for name in self.metrics_tools.split(",") if name.strip()}
         return frozenset(names | {UNKNOWN_TOOL})
+
+
+class TapSettings(BaseSettings):
+    """The settings of ``fastsse-service tap``, from TAP_* variables (the command line's
+    --upstream, --ingest and --token win over them)."""
+
+    model_config = SettingsConfigDict(env_prefix="TAP_", env_file=None, extra="ignore")
+
+    # Where requests go (https://api.openai.com) and where verdicts go (http://verdicts:8000).
+    upstream: str = ""
+    ingest: str = "http://127.0.0.1:8000"
+    # One of the service's INGEST_TOKENS secrets (the gateway name is the service's side).
+    ingest_token: str = ""
+    ingest_token_file: Path | None = None
+    # The tool every stream is labelled with; empty: told from each request's User-Agent.
+    tool: str = ""
+
+    # Captures wait here until the service has acknowledged them (they hold payload: 0700).
+    spool_dir: Path = Path("fastsse-tap-spool")
+    # Past this, a new capture is dropped (counted and logged), the client is never slowed.
+    spool_max_bytes: int = Field(default=1024 ** 3, ge=1)
+    post_concurrency: int = Field(default=4, ge=1, le=64)
+    # The same body to the same path with the same credentials within this: a retry.
+    retry_window_seconds: float = Field(default=600.0, gt=0)
+
+    max_upstream_connections: int = Field(default=1000, ge=1)
+    connect_timeout_seconds: float = Field(default=10.0, gt=0)
+    # No byte from the upstream for this long: the stream is cut, its transport "timeout".
+    idle_timeout_seconds: float = Field(default=300.0, gt=0)
+    max_request_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    # An answer larger than this (decoded) is relayed but not judged.
+    max_capture_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    # On stop: how long spooled captures may still be posted; the rest waits for the next start.
+    shutdown_grace_seconds: float = Field(default=5.0, ge=0)
+    log_level: str = "info"
+
+    @field_validator("upstream", "ingest")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return value.rstrip("/")
 
 
 @lru_cache

@@ -110,11 +110,12 @@ def make_settings(database_url):
 class ThreadServer:
     """The app under uvicorn on a real 127.0.0.1 socket, in a thread of the test process."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app, port: int = 0) -> None:
         import uvicorn
 
         self.socket = socket.socket()
-        self.socket.bind(("127.0.0.1", 0))
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.socket.bind(("127.0.0.1", port))
         self.port = self.socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))

@@ -1,0 +1,139 @@
+"""What the tap learns about a request without keeping it: the dialect (from the path), whether
+it streams, the model asked for, the client tool, and which earlier request it repeats.
+
+Plain functions and one small class, no I/O.  The request body is read here and forgotten:
+what stays is a hash of it (to tell a retry) and the model's name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+
+# The generation endpoints, by the end of their path; anything else is passed through unjudged.
+_ENDPOINTS = (
+    ("/chat/completions", "chat"),
+    ("/responses", "responses"),
+    ("/messages", "anthropic"),
+)
+_GEMINI = re.compile(r"/models/(?P<model>[^/:]+):(?P<method>streamGenerateContent|generateContent)$")
+
+# Tools by their User-Agent, first match wins: the coding CLIs, then the official SDKs (which
+# the CLIs built on them would otherwise be taken for).  Anything else: its first product token.
+_USER_AGENTS = (
+    (re.compile(r"^codex[_-]", re.I), "codex"),
+    (re.compile(r"^claude-cli/", re.I), "claude-code"),
+    (re.compile(r"^claude-code/", re.I), "claude-code"),
+    (re.compile(r"^kimi[-_ ]?cli", re.I), "kimi-cli"),
+    (re.compile(r"^gemini-cli/", re.I), "gemini-cli"),
+    (re.compile(r"^OpenAI/Python\b"), "openai-python"),
+    (re.compile(r"^OpenAI/JS\b"), "openai-node"),
+    (re.compile(r"^Anthropic/Python\b"), "anthropic-python"),
+    (re.compile(r"^Anthropic/JS\b"), "anthropic-node"),
+    (re.compile(r"google-genai-sdk/"), "google-genai"),
+)
+_PRODUCT = re.compile(r"^([A-Za-z0-9._-]+)")
+# The complement of the service's identifier alphabet (service.ingest.IDENTIFIER_PATTERN).
+_NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9._:/@+=-]")
+_IDENTIFIER_LIMIT = 128
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """A request the tap judges: a call of a generation endpoint."""
+
+    protocol: str
+    streamed: bool  # the client asked for a stream
+    model: str | None
+
+
+def generation(method: str, path: str, body: bytes) -> Generation | None:
+    """The generation a request asks for, or None for anything else (model lists, token
+    counts, probes), which the tap passes through without a verdict."""
+    if method != "POST":
+        return None
+    path = path.rstrip("/")
+    gemini = _GEMINI.search(path)
+    if gemini:
+        return Generation("gemini", gemini["method"] == "streamGenerateContent",
+                          model_name(gemini["model"]))
+    for suffix, protocol in _ENDPOINTS:
+        if path.endswith(suffix):
+            fields = _json_object(body)
+            return Generation(protocol, fields.get("stream") is True,
+                              model_name(fields.get("model")))
+    return None
+
+
+def _json_object(body: bytes) -> dict:
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def model_name(raw) -> str | None:
+    """A model name as the service stores identifiers: other characters become "-"."""
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    return _NOT_IDENTIFIER.sub("-", raw.strip())[:_IDENTIFIER_LIMIT]
+
+
+def tool_from_user_agent(user_agent: str | None) -> str | None:
+    if not user_agent:
+        return None
+    for pattern, tool in _USER_AGENTS:
+        if pattern.search(user_agent):
+            return tool
+    product = _PRODUCT.match(user_agent.strip())
+    return product[1].lower() if product else None
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    request_id: str
+    attempt: int  # 1 for the first
+
+
+class RequestTracker:
+    """Tells a retry from a new request: a retry sends the same body to the same path with the
+    same credentials again.  The first time a request is seen it gets a new request_id and
+    attempt 1; the same request again within ``window_seconds`` of its last attempt is attempt
+    2, 3, ...  Only a digest of each request is kept, at most ``capacity`` of them (the least
+    recently seen are forgotten first)."""
+
+    def __init__(self, window_seconds: float = 600.0, capacity: int = 20_000,
+                 clock=time.monotonic) -> None:
+        self.window_seconds = window_seconds
+        self.capacity = capacity
+        self._clock = clock
+        self._seen: OrderedDict[bytes, list] = OrderedDict()  # digest -> [request_id, n, at]
+
+    def attempt(self, method: str, path: str, body: bytes, credential: str = "") -> Attempt:
+        digest = hashlib.sha256(b"\0".join((method.encode(), path.encode(),
+                                            credential.encode(), body))).digest()
+        now = self._clock()
+        entry = self._seen.get(digest)
+        if entry is not None and now - entry[2] <= self.window_seconds:
+            entry[1] += 1
+            entry[2] = now
+            self._seen.move_to_end(digest)
+            return Attempt(entry[0], entry[1])
+        request_id = "tap-" + uuid.uuid4().hex[:24]
+        self._seen[digest] = [request_id, 1, now]
+        self._seen.move_to_end(digest)
+        while len(self._seen) > self.capacity:
+            self._seen.popitem(last=False)
+        return Attempt(request_id, 1)
+
+
+def credential(headers: dict[str, str]) -> str:
+    """What tells one caller from another (two users asking the same thing are not retries)."""
+    return "\0".join(headers.get(name, "") for name in ("authorization", "x-api-key",
+                                                        "x-goog-api-key"))

@@ -1,0 +1,346 @@
+"""The tap: a reverse proxy between a client and its LLM API that hands each stream's bytes to
+the verdict service once the stream is over.
+
+It forwards a request unchanged (but for the hop-by-hop headers and Host) and streams the
+answer back unchanged, each piece written to the client as it arrives from the upstream (a slow
+client slows the upstream read, not the other way round: no buffer grows).  How the upstream
+connection ended is passed on too: a clean end ends the client's answer cleanly; a reset, a
+cut body or an idle timeout ends the client's connection mid-body, so the client sees its
+stream break as it did.  When the answer is over, the capture and the transport outcome go to
+the spool (``spool.py``), off the client's path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+import zlib
+from datetime import datetime, timezone
+
+import httpx
+
+import fastsse
+
+from ..config import TapSettings
+from .identify import RequestTracker, credential, generation, tool_from_user_agent
+from .spool import Poster, Spool
+
+log = logging.getLogger("service.tap")
+
+# RFC 9110 §7.6.1: these describe one connection, never forwarded.  Host is the upstream's.
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding",
+                        "te", "trailer", "upgrade", "host"})
+_DECODABLE = {"gzip", "x-gzip", "deflate"}
+
+
+class UpstreamBroke(Exception):
+    """The upstream's answer ended abnormally: the client's connection is ended mid-body."""
+
+
+class ClientGone(Exception):
+    """The client hung up before its request was whole."""
+
+
+class Capture:
+    """The bytes of one answer as the service must judge them: decoded if the upstream
+    compressed them (gzip, deflate), bounded by ``limit`` (past it nothing is judged)."""
+
+    def __init__(self, content_encoding: str, limit: int) -> None:
+        encoding = content_encoding.strip().lower()
+        self.usable = encoding in ("", "identity") or encoding in _DECODABLE
+        self.reason = None if self.usable else f"content-encoding {encoding!r} is not decoded"
+        self._decoder = zlib.decompressobj(47) if encoding in _DECODABLE else None
+        self._limit = limit
+        self._parts: list[bytes] = []
+        self._size = 0
+
+    def add(self, raw: bytes) -> None:
+        if not self.usable:
+            return
+        try:
+            data = self._decoder.decompress(raw) if self._decoder else raw
+        except zlib.error:
+            self.usable, self.reason = False, "the compressed body does not decode"
+            self._parts = []
+            return
+        self._size += len(data)
+        if self._size > self._limit:
+            self.usable, self.reason = False, f"larger than the capture limit ({self._limit})"
+            self._parts = []
+            return
+        self._parts.append(data)
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self._parts)
+
+
+class Tap:
+    """The ASGI application of ``fastsse-service tap``."""
+
+    def __init__(self, settings: TapSettings, *,
+                 upstream_transport: httpx.AsyncBaseTransport | None = None,
+                 ingest_transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.settings = settings
+        self.upstream = httpx.URL(settings.upstream)
+        self.spool = Spool(settings.spool_dir, settings.spool_max_bytes)
+        self.poster = Poster(self.spool, settings.ingest, settings.ingest_token,
+                             concurrency=settings.post_concurrency, transport=ingest_transport)
+        self.tracker = RequestTracker(settings.retry_window_seconds)
+        self._upstream_transport = upstream_transport
+        self._client: httpx.AsyncClient | None = None
+        self._spooling: set[asyncio.Task] = set()
+        self.hung_up = 0
+
+    # -- lifespan -------------------------------------------------------------------------
+    async def startup(self) -> None:
+        limits = httpx.Limits(max_connections=self.settings.max_upstream_connections,
+                              max_keepalive_connections=100)
+        timeout = httpx.Timeout(connect=self.settings.connect_timeout_seconds,
+                                read=self.settings.idle_timeout_seconds, write=60.0, pool=None)
+        self._client = httpx.AsyncClient(limits=limits, timeout=timeout, follow_redirects=False,
+                                         transport=self._upstream_transport, trust_env=False)
+        for name in ("accept", "accept-encoding", "user-agent"):  # httpx's own: only the
+            del self._client.headers[name]                         # client's are forwarded
+        await self.poster.start()
+        waiting = self.poster.waiting()
+        log.info("tap forwarding to %s, verdicts to %s%s", self.upstream, self.settings.ingest,
+                 f" ({waiting} spooled streams to post)" if waiting else "")
+
+    async def shutdown(self) -> None:
+        if self._spooling:
+            await asyncio.gather(*self._spooling, return_exceptions=True)
+        await self.poster.stop(self.settings.shutdown_grace_seconds)
+        left = self.poster.waiting()
+        if left:
+            log.warning("%d streams stay spooled in %s for the next start", left,
+                        self.spool.pending_dir)
+        if self._client is not None:
+            await self._client.aclose()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            await self.proxy(scope, receive, send)
+        elif scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _lifespan(self, receive, send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self.startup()
+                except Exception as exc:  # noqa: BLE001 - reported to the server, which exits
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    # -- one request ----------------------------------------------------------------------
+    async def proxy(self, scope, receive, send) -> None:
+        try:
+            body = await self._read_body(receive)
+        except ClientGone:
+            return  # hung up before its request was whole: nothing to forward
+        if body is None:
+            await _plain(send, 413, "the request body is larger than the tap's "
+                                    f"TAP_MAX_REQUEST_BYTES ({self.settings.max_request_bytes})")
+            return
+        headers = [(k.decode("latin-1").lower(), v.decode("latin-1"))
+                   for k, v in scope["headers"]]
+        named = dict(headers)
+        path = scope["path"]
+        asked = generation(scope["method"], path, body)
+        request = self._client.build_request(scope["method"], self._upstream_url(scope),
+                                             headers=_forwarded(headers), content=body)
+        try:
+            response = await self._client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            log.warning("upstream %s unreachable: %s", self.upstream, type(exc).__name__)
+            await _plain(send, 502, f"the tap could not reach its upstream ({type(exc).__name__})")
+            return
+        if asked is None or not (asked.streamed or _is_event_stream(response)):
+            outcome = await self._relay(response, receive, send)
+            if outcome not in ("eof", None):
+                raise UpstreamBroke(outcome)
+            return
+        attempt = self.tracker.attempt(scope["method"], path, body, credential(named))
+        del body  # nothing of the request is kept beyond this point
+        capture = Capture(response.headers.get("content-encoding", ""),
+                          self.settings.max_capture_bytes)
+        outcome = await self._relay(response, receive, send, capture, asked.protocol)
+        if outcome is None:
+            self.hung_up += 1
+            log.info("client hung up before the answer's end: not judged (%d so far)",
+                     self.hung_up)
+            return
+        params = {
+            "stream_id": uuid.uuid4().hex,
+            "protocol": asked.protocol,
+            "transport": outcome,
+            "upstream_status": str(response.status_code),
+            "request_id": attempt.request_id,
+            "attempt": str(attempt.attempt),
+            "ended_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+        }
+        tool = self.settings.tool or tool_from_user_agent(named.get("user-agent"))
+        if tool:
+            params["tool"] = tool
+        if asked.model:
+            params["model_requested"] = asked.model
+        if not capture.usable:
+            log.warning("stream %s not judged: %s", params["stream_id"], capture.reason)
+        else:
+            task = asyncio.create_task(self._spool(params, capture.body))
+            self._spooling.add(task)
+            task.add_done_callback(self._spooling.discard)
+        if outcome != "eof":
+            raise UpstreamBroke(outcome)  # uvicorn closes the client's connection mid-body
+
+    async def _read_body(self, receive) -> bytes | None:
+        parts, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise ClientGone
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.settings.max_request_bytes:
+                return None
+            parts.append(chunk)
+            if not message.get("more_body"):
+                break
+        return b"".join(parts)
+
+    def _upstream_url(self, scope) -> httpx.URL:
+        raw_path = scope.get("raw_path") or scope["path"].encode()
+        base = self.upstream.raw_path.split(b"?")[0].rstrip(b"/")
+        query = scope.get("query_string") or b""
+        target = base + raw_path + (b"?" + query if query else b"")
+        return self.upstream.copy_with(raw_path=target)
+
+    async def _relay(self, response: httpx.Response, receive, send,
+                     capture: Capture | None = None, protocol: str = "auto") -> str | None:
+        """Stream the upstream's answer to the client as it comes.  How the upstream ended it
+        (a transport of fastsse.TRANSPORTS), or None when the client hung up first (unless
+        what it had been sent was already a complete stream: then "eof")."""
+        await send({"type": "http.response.start", "status": response.status_code,
+                    "headers": [(k.encode("latin-1"), v.encode("latin-1"))
+                                for k, v in response.headers.multi_items()
+                                if k.lower() not in HOP_BY_HOP]})
+        # A client that hangs up is noticed at once (not at the upstream's next byte, which
+        # may be minutes away): the watcher cancels this task, which then tells it from any
+        # other cancellation by `hung_up`.  One watcher per answer, nothing per chunk.
+        relay, relaying, hung_up = asyncio.current_task(), True, False
+
+        async def watch() -> None:
+            nonlocal hung_up
+            await _disconnected(receive)
+            if relaying:
+                hung_up = True
+                relay.cancel()
+
+        watcher = asyncio.ensure_future(watch())
+        outcome = "eof"
+        try:
+            async for chunk in response.aiter_raw():
+                if capture is not None:
+                    capture.add(chunk)
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            relaying = False
+        except asyncio.CancelledError:
+            if not hung_up:
+                raise
+            relaying = False
+            if hasattr(relay, "uncancel"):  # Python 3.11+: the cancellation is handled
+                relay.uncancel()
+            outcome = None
+        except httpx.TimeoutException:
+            outcome = "timeout"
+        except httpx.RemoteProtocolError:
+            outcome = "error"  # the body ended before its length or its last chunk
+        except httpx.TransportError:
+            outcome = "reset"
+        finally:
+            relaying = False
+            watcher.cancel()
+            await response.aclose()
+        if outcome is None:
+            return _hung_up_outcome(capture, protocol)
+        if outcome == "eof":
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return outcome
+
+    async def _spool(self, params: dict, body: bytes) -> None:
+        try:
+            spooled = await asyncio.to_thread(self.spool.put, params, body)
+        except OSError as exc:
+            log.error("stream %s not spooled: %s", params["stream_id"], exc)
+            return
+        if spooled is None:
+            log.warning("spool full (SPOOL_MAX_BYTES %d): stream %s dropped, %d so far",
+                        self.spool.max_bytes, params["stream_id"], self.spool.dropped)
+            return
+        self.poster.submit(spooled)
+
+
+async def _plain(send, status: int, detail: str) -> None:
+    """An answer of the tap's own (never the upstream's): JSON, as the service's errors."""
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _forwarded(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The request's headers as the upstream gets them: all but the hop-by-hop ones (and
+    those the Connection header names).  httpx sets the upstream's Host and the length."""
+    named = {token.strip().lower() for name, value in headers if name == "connection"
+             for token in value.split(",")}
+    return [(name, value) for name, value in headers
+            if name not in HOP_BY_HOP and name not in named and name != "content-length"]
+
+
+def _is_event_stream(response: httpx.Response) -> bool:
+    return response.headers.get("content-type", "").lower().startswith("text/event-stream")
+
+
+async def _disconnected(receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def _hung_up_outcome(capture: Capture | None, protocol: str) -> str | None:
+    """A client that hangs up mid-answer cut it itself (Ctrl-C, a closed tab): that is no
+    failure of the provider's, and how the upstream would have ended is unknown, so it is not
+    judged.  One that hangs up after a complete stream (before the upstream closed) is."""
+    if capture is None or not capture.usable:
+        return None
+    return "eof" if fastsse.scan(capture.body, protocol, "eof").complete else None
+
+
+class QuietBreaks(logging.Filter):
+    """uvicorn logs an exception escaping the app as an error with its traceback; an
+    UpstreamBroke is the tap doing its job (the upstream's break passed on), not an error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], UpstreamBroke))
+
+
+def run(settings: TapSettings, host: str, port: int, log_config: dict | None = None) -> None:
+    """Serve the tap with uvicorn until SIGINT or SIGTERM (then: let the open answers finish
+    for a while, post what the grace period allows, keep the rest spooled)."""
+    import uvicorn
+
+    config = uvicorn.Config(Tap(settings), host=host, port=port, lifespan="on",
+                            log_level=settings.log_level, log_config=log_config,
+                            access_log=False, server_header=False, date_header=False,
+                            timeout_graceful_shutdown=settings.shutdown_grace_seconds + 30)
+    logging.getLogger("uvicorn.error").addFilter(QuietBreaks())  # after uvicorn's dictConfig
+    uvicorn.Server(config).run()

@@ -1,0 +1,231 @@
+"""The tap's way to the verdict service: every captured stream goes to a bounded on-disk spool
+first, and posters send the spooled streams to the ingestion API, retrying until it answers,
+deleting each file once the service has acknowledged it.
+
+So a slow or dead verdict service never slows the client (the client's stream is long finished
+when its capture is posted), a tap restart loses nothing that was spooled, and the only
+payload the tap keeps is what waits here.  The attempts of one request are posted in order, by
+one poster: the service links each attempt to the one stored before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+import threading
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+log = logging.getLogger("service.tap")
+
+SUFFIX = ".stream"
+# Answers that will never change if the same post is sent again: the file is set aside.
+_REJECTED = {400, 404, 405, 409, 413, 415, 422}
+_BACKOFF_START, _BACKOFF_CAP = 0.5, 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Spooled:
+    name: str
+    partition: str  # the attempts of one request share it, and so a poster
+
+
+class Spool:
+    """A directory of captured streams, each one file: a JSON line of its ingest parameters,
+    then its bytes.  At most ``max_bytes`` in all (pending and rejected); a capture that would
+    pass it is dropped, counted and logged.  Files are written whole (to a temporary name, then
+    renamed) and readable by their owner only: they hold payload."""
+
+    def __init__(self, directory: Path, max_bytes: int) -> None:
+        self.pending_dir = Path(directory) / "pending"
+        self.rejected_dir = Path(directory) / "rejected"
+        for path in (Path(directory), self.pending_dir, self.rejected_dir):
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.max_bytes = max_bytes
+        self.dropped = 0
+        self._lock = threading.Lock()
+        for stale in self.pending_dir.glob("*.tmp"):  # a write cut short by a crash
+            stale.unlink(missing_ok=True)
+        self.used_bytes = sum(p.stat().st_size for d in (self.pending_dir, self.rejected_dir)
+                              for p in d.iterdir())
+
+    def put(self, params: dict, body: bytes) -> Spooled | None:
+        header = json.dumps(params, separators=(",", ":")).encode() + b"\n"
+        size = len(header) + len(body)
+        with self._lock:
+            if self.used_bytes + size > self.max_bytes:
+                self.dropped += 1
+                return None
+            self.used_bytes += size
+        name = f"{time.time_ns():019d}-{params['stream_id']}{SUFFIX}"
+        temporary = self.pending_dir / (name + ".tmp")
+        try:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as file:
+                file.write(header)
+                file.write(body)
+            os.replace(temporary, self.pending_dir / name)
+        except OSError:
+            with self._lock:
+                self.used_bytes -= size
+            temporary.unlink(missing_ok=True)
+            raise
+        return Spooled(name, params.get("request_id") or params["stream_id"])
+
+    def read(self, name: str) -> tuple[dict, bytes]:
+        data = (self.pending_dir / name).read_bytes()
+        header, _, body = data.partition(b"\n")
+        return json.loads(header), body
+
+    def pending(self) -> list[Spooled]:
+        """What waits, oldest first (the names begin with the time they were spooled)."""
+        waiting = []
+        for path in sorted(self.pending_dir.glob("*" + SUFFIX)):
+            with path.open("rb") as file:
+                params = json.loads(file.readline())
+            waiting.append(Spooled(path.name, params.get("request_id") or params["stream_id"]))
+        return waiting
+
+    def delete(self, name: str) -> None:
+        path = self.pending_dir / name
+        size = path.stat().st_size
+        path.unlink()
+        with self._lock:
+            self.used_bytes -= size
+
+    def reject(self, name: str) -> None:
+        """Set aside a capture the service refused for good (still counted in the bound)."""
+        os.replace(self.pending_dir / name, self.rejected_dir / name)
+
+    def rejected(self) -> list[str]:
+        return sorted(p.name for p in self.rejected_dir.glob("*" + SUFFIX))
+
+
+class Poster:
+    """Posts spooled captures to ``{ingest}/v1/streams`` with ``concurrency`` posters; each
+    request's attempts go to the same poster, in the order they were spooled."""
+
+    def __init__(self, spool: Spool, ingest_url: str, token: str, *, concurrency: int = 4,
+                 timeout_seconds: float = 30.0, transport: httpx.AsyncBaseTransport | None = None
+                 ) -> None:
+        self.spool = spool
+        self.url = ingest_url.rstrip("/") + "/v1/streams"
+        self.headers = {"authorization": f"Bearer {token}"} if token else {}
+        self.timeout_seconds = timeout_seconds
+        self._transport = transport
+        self._queues = [asyncio.Queue() for _ in range(concurrency)]
+        self._workers: list[asyncio.Task] = []
+        self._client: httpx.AsyncClient | None = None
+        self.posted = self.retried = self.refused = 0
+        self._outstanding = 0
+
+    async def start(self) -> None:
+        self._client = httpx.AsyncClient(timeout=self.timeout_seconds, transport=self._transport,
+                                         trust_env=False)
+        for spooled in await asyncio.to_thread(self.spool.pending):
+            self.submit(spooled)
+        self._workers = [asyncio.create_task(self._work(queue), name=f"tap-poster-{n}")
+                         for n, queue in enumerate(self._queues)]
+
+    def submit(self, spooled: Spooled) -> None:
+        index = zlib.crc32(spooled.partition.encode()) % len(self._queues)
+        self._outstanding += 1
+        self._queues[index].put_nowait(spooled)
+
+    def waiting(self) -> int:
+        """Captures submitted and not yet posted or set aside."""
+        return self._outstanding
+
+    async def drain(self, timeout: float) -> bool:
+        """Wait until everything submitted has been posted (or set aside); False on timeout."""
+        try:
+            await asyncio.wait_for(asyncio.gather(*(q.join() for q in self._queues)), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+    async def stop(self, grace_seconds: float = 5.0) -> None:
+        """Post what can be posted within the grace period; the rest stays in the spool."""
+        await self.drain(grace_seconds)
+        for worker in self._workers:
+            worker.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        if self._client is not None:
+            await self._client.aclose()
+
+    async def _work(self, queue: asyncio.Queue) -> None:
+        while True:
+            spooled = await queue.get()
+            try:
+                await self._deliver(spooled)
+            finally:
+                self._outstanding -= 1
+                queue.task_done()
+
+    async def _deliver(self, spooled: Spooled) -> None:
+        """Post one capture until the service acknowledges or refuses it for good."""
+        delay = _BACKOFF_START
+        while True:
+            wait = await self._post(spooled.name)
+            if wait is None:
+                return
+            self.retried += 1
+            await asyncio.sleep(wait if wait > 0 else delay * random.uniform(0.5, 1.0))
+            delay = min(delay * 2, _BACKOFF_CAP)
+
+    async def _post(self, name: str) -> float | None:
+        """None when done with this file; else how long to wait before trying again
+        (0: the usual backoff)."""
+        try:
+            params, body = await asyncio.to_thread(self.spool.read, name)
+        except FileNotFoundError:
+            return None
+        try:
+            response = await self._client.post(self.url, params=params, content=body,
+                                               headers=self.headers)
+        except httpx.HTTPError as exc:
+            log.warning("verdict service unreachable (%s); %s stays spooled",
+                        type(exc).__name__, params["stream_id"])
+            return 0
+        status = response.status_code
+        if status < 300:
+            await asyncio.to_thread(self.spool.delete, name)
+            self.posted += 1
+            return None
+        detail = _detail(response)
+        if status in _REJECTED:
+            await asyncio.to_thread(self.spool.reject, name)
+            self.refused += 1
+            log.error("the verdict service refused stream %s for good (%d: %s); kept in %s",
+                      params["stream_id"], status, detail, self.spool.rejected_dir)
+            return None
+        if status in (401, 403):
+            log.error("the verdict service refuses the tap's token (%d: %s); streams stay "
+                      "spooled until it is fixed", status, detail)
+            return _BACKOFF_CAP
+        log.warning("the verdict service answered %d (%s); %s stays spooled", status, detail,
+                    params["stream_id"])
+        return _retry_after(response)
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail")
+    except ValueError:
+        return response.reason_phrase
+    return json.dumps(detail)[:300] if not isinstance(detail, str) else detail[:300]
+
+
+def _retry_after(response: httpx.Response) -> float:
+    raw = response.headers.get("retry-after", "")
+    try:
+        return min(max(float(raw), 0.0), _BACKOFF_CAP * 4)
+    except ValueError:
+        return 0

@@ -1,0 +1,423 @@
+"""The gateway tap (``fastsse-service tap``) between a raw-socket client and the mock provider,
+posting to a real service: the client gets the upstream's bytes unchanged and as they come,
+including how the upstream's connection ended, and the service stores the verdict of every
+fault with the right transport, tool, model and retry chain.  A dead or refusing service never
+reaches the client; the spool keeps what it could not post, across restarts, within its bound.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import zlib
+
+import httpx
+import pytest
+
+from loadtests.streams import EXPECTED_OVER_HTTP
+from service.tap.proxy import Capture
+from service.tap.spool import Spool
+from tests.loadtests.mock_helpers import CASES, STALL_SECONDS, Mock, generation, request, stream_path
+
+from .conftest import INGEST_SECRET, READ, REPO, TOKENS, ThreadServer
+
+CANARY = "CANARY-tap-7f3a1c-never-stored"
+MODEL = {"gemini": "gemini-2.5-flash"}  # from the path; the others from the body
+
+
+@pytest.fixture(scope="module")
+def mock(tmp_path_factory):
+    running = Mock(tmp_path_factory.mktemp("mock"), "--text",
+                   f"The answer mentions {CANARY} once and then goes on for a while. " * 8)
+    yield running
+    running.stop()
+
+
+def service_app(database_url: str):
+    from service.app import create_app
+    from service.config import Settings
+
+    return create_app(Settings(database_url=database_url, ingest_tokens=TOKENS["INGEST_TOKENS"],
+                               read_tokens=TOKENS["READ_TOKENS"], retention_days=0))
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    from service.db import migrate
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'verdicts.sqlite3'}"
+    migrate(url)
+    with ThreadServer(service_app(url)) as running:
+        yield running
+
+
+class Taps:
+    """Starts taps (in-process, under uvicorn) in front of the mock; all stopped at the end."""
+
+    def __init__(self, tmp_path, mock) -> None:
+        self.tmp_path, self.mock, self.running = tmp_path, mock, []
+
+    def start(self, ingest: str, **settings):
+        from service.config import TapSettings
+        from service.tap import Tap
+
+        values = {"upstream": f"http://127.0.0.1:{self.mock.port}", "ingest": ingest,
+                  "ingest_token": INGEST_SECRET, "spool_dir": self.tmp_path / "spool",
+                  "shutdown_grace_seconds": 0.5, **settings}
+        tap = Tap(TapSettings(**values))
+        server = ThreadServer(tap).__enter__()
+        server.tap = tap
+        self.running.append(server)
+        return server
+
+    def stop(self, server) -> None:
+        self.running.remove(server)
+        server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def taps(tmp_path, mock):
+    started = Taps(tmp_path, mock)
+    yield started
+    for server in list(started.running):
+        started.stop(server)
+
+
+def verdicts(service_url: str, **filters) -> list[dict]:
+    answer = httpx.get(f"{service_url}/v1/verdicts", params=filters, headers=READ, timeout=10)
+    answer.raise_for_status()
+    return answer.json()["verdicts"]
+
+
+def wait_for(service_url: str, count: int, timeout: float = 30, **filters) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = verdicts(service_url, **filters)
+        if len(found) >= count or time.monotonic() > deadline:
+            return sorted(found, key=lambda v: v["id"])
+        time.sleep(0.05)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def through(tap, dialect: str, fault: str = "F0", *, agent: str = "tap-test/1",
+            body: dict | None = None, headers: dict | None = None) -> dict:
+    return request(tap.port, "POST", stream_path(dialect, f"/{fault}"),
+                   body or generation(dialect), {"user-agent": agent, **(headers or {})})
+
+
+# ---------------------------------------------------------------------------------------------
+# relaying and judging
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("dialect", "fault"), CASES, ids=[f"{d}-{f}" for d, f in CASES])
+def test_every_fault_is_relayed_unchanged_and_its_verdict_stored(mock, service, taps, dialect,
+                                                                   fault):
+    tap = taps.start(service.url)
+    agent = f"case-{dialect}-{fault}/1.0"
+    got = through(tap, dialect, fault, agent=agent)
+
+    assert got["status"] == 200
+    [sent] = [e for e in mock.entries() if e["user_agent"] == agent]
+    assert hashlib.sha256(got["body"]).hexdigest() == sent["sha256"], "not the bytes sent"
+    assert got["headers"]["content-type"].startswith("text/event-stream")
+    # A reset upstream is passed on as a body cut short: the client sees its stream break.
+    assert got["ending"] == ("eof-inside-chunking" if fault == "reset" else "eof")
+
+    [stored] = wait_for(service.url, 1, tool=agent.split("/")[0].lower())
+    assert stored["category"] == EXPECTED_OVER_HTTP[fault]
+    assert stored["transport"] == ("reset" if fault == "reset" else "eof")
+    assert stored["protocol"] == dialect
+    assert stored["upstream_status"] == 200
+    assert stored["model_requested"] == MODEL.get(dialect, "mock-model")
+    assert stored["request_id"].startswith("tap-") and stored["attempt"] == 1
+    assert stored["bytes"] == len(got["body"])
+    assert CANARY not in json.dumps(stored)
+
+
+def test_bytes_reach_the_client_as_they_come_not_when_the_answer_ends(service, taps):
+    # The stall fault sends its first events, then nothing for STALL_SECONDS: a tap that held
+    # the answer back would show the client no silence inside it.
+    tap = taps.start(service.url)
+    got = through(tap, "chat", "stall", agent="stall-probe/1")
+    assert got["longest_gap"] >= STALL_SECONDS * 0.8
+    assert got["body"].startswith(b"data: ")
+
+
+def test_an_upstream_silent_past_the_idle_timeout_is_cut_and_stored_as_a_timeout(service, taps):
+    tap = taps.start(service.url, idle_timeout_seconds=STALL_SECONDS / 3)
+    got = through(tap, "anthropic", "stall", agent="idle-probe/1")
+    assert got["ending"] == "eof-inside-chunking"
+    [stored] = wait_for(service.url, 1, tool="idle-probe")
+    assert (stored["transport"], stored["category"]) == ("timeout", "transport_error")
+
+
+def test_a_client_that_hangs_up_mid_answer_is_not_judged(mock, service, taps):
+    # A person pressing Ctrl-C cut the answer, not the provider: no verdict is stored.
+    tap = taps.start(service.url)
+    data = json.dumps(generation("chat")).encode()
+    with socket.create_connection(("127.0.0.1", tap.port), timeout=10) as sock:
+        sock.sendall(b"POST /stall/v1/chat/completions HTTP/1.1\r\nhost: x\r\n"
+                     b"user-agent: hang-up/1\r\ncontent-type: application/json\r\n"
+                     b"content-length: %d\r\n\r\n%s" % (len(data), data))
+        seen = b""
+        while b"data: " not in seen:
+            piece = sock.recv(65536)
+            assert piece, "the tap sent no event before the stall"
+            seen += piece
+    deadline = time.monotonic() + 10
+    while tap.tap.hung_up < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert tap.tap.hung_up == 1
+    through(tap, "chat", "F0", agent="hang-up-marker/1")
+    assert wait_for(service.url, 1, tool="hang-up-marker")
+    assert verdicts(service.url, tool="hang-up") == []
+
+
+def test_tool_comes_from_the_user_agent_or_the_setting(service, taps):
+    tap = taps.start(service.url)
+    through(tap, "responses", agent="codex_exec/0.171.0 (Debian 12; x86_64) xterm")
+    through(tap, "chat", agent="OpenAI/Python 3.57.0 tool-check")
+    labelled = taps.start(service.url, tool="labelled-tool", spool_dir=taps.tmp_path / "other")
+    through(labelled, "chat", agent="OpenAI/Python 3.57.0")
+    assert wait_for(service.url, 1, tool="codex")
+    assert wait_for(service.url, 1, tool="openai-python")
+    assert wait_for(service.url, 1, tool="labelled-tool")
+
+
+def test_a_retry_of_the_same_request_is_its_next_attempt(service, taps):
+    tap = taps.start(service.url)
+    body = generation("chat") | {"messages": [{"role": "user", "content": "retry me"}]}
+    for asked in (body, body, body | {"model": "another-model"}):
+        assert through(tap, "chat", "F1-once.retry-test", agent="retrier/1", body=asked)
+    # Posted in order within a request; the other request may come between them.
+    stored = sorted(wait_for(service.url, 3, tool="retrier"),
+                    key=lambda v: (v["model_requested"] != "mock-model", v["id"]))
+    assert [(v["model_requested"], v["attempt"], v["category"]) for v in stored] == [
+        ("mock-model", 1, "no_end_marker"), ("mock-model", 2, "complete"),
+        ("another-model", 1, "complete")]
+    assert stored[0]["request_id"] == stored[1]["request_id"] != stored[2]["request_id"]
+    assert stored[1]["previous_category"] == "no_end_marker"
+    # Someone else asking the same thing is not a retry of it.
+    through(tap, "chat", "F0", agent="retrier2/1", body=body)
+    through(tap, "chat", "F0", agent="retrier2/1", body=body,
+            headers={"authorization": "Bearer somebody-else"})
+    a, b = wait_for(service.url, 2, tool="retrier2")
+    assert a["request_id"] != b["request_id"] and a["attempt"] == b["attempt"] == 1
+
+
+def test_requests_that_are_no_stream_pass_through_unjudged(mock, service, taps):
+    tap = taps.start(service.url)
+    whole = through(tap, "chat", "F0", agent="whole/1", body=generation("chat", stream=False))
+    assert whole["status"] == 200 and json.loads(whole["body"])["object"] == "chat.completion"
+    models = request(tap.port, "GET", "/v1/models", headers={"user-agent": "whole/1"})
+    assert models["status"] == 200 and json.loads(models["body"])["data"]
+    counted = request(tap.port, "POST", "/v1/messages/count_tokens", generation("anthropic"),
+                      {"user-agent": "whole/1"})
+    assert json.loads(counted["body"]) == {"input_tokens": 12}
+    through(tap, "chat", "F0", agent="whole-marker/1")  # posted after the others, in order
+    assert wait_for(service.url, 1, tool="whole-marker")
+    assert verdicts(service.url, tool="whole") == []
+
+
+def test_an_unreachable_upstream_is_a_502_with_a_reason(service, taps):
+    tap = taps.start(service.url, upstream=f"http://127.0.0.1:{free_port()}")
+    got = through(tap, "chat", "F0")
+    assert got["status"] == 502
+    assert "could not reach its upstream" in json.loads(got["body"])["detail"]
+
+
+def test_a_request_body_over_the_limit_is_a_413(service, taps):
+    tap = taps.start(service.url, max_request_bytes=1000)
+    body = generation("chat") | {"messages": [{"role": "user", "content": "x" * 2000}]}
+    got = through(tap, "chat", "F0", body=body)
+    assert got["status"] == 413 and "TAP_MAX_REQUEST_BYTES" in got["body"].decode()
+
+
+def test_hop_by_hop_headers_stay_on_their_hop(mock, service, taps):
+    tap = taps.start(service.url)
+    through(tap, "chat", "F0", agent="hops/1",
+            headers={"connection": "close, x-secret-hop", "x-secret-hop": "1", "x-kept": "yes",
+                     "keep-alive": "timeout=5", "te": "trailers"})
+    [entry] = [e for e in mock.entries() if e.get("user_agent") == "hops/1"]
+    # The mock logs the headers it was sent, without their values.
+    sent = set(entry.get("headers", []))
+    if not sent:
+        pytest.fail("the mock's log does not list the request's header names")
+    assert "x-kept" in sent and "user-agent" in sent
+    assert not sent & {"x-secret-hop", "keep-alive", "te"}
+    # Nothing the client did not send: an accept-encoding would get it a compressed answer.
+    assert not sent & {"accept-encoding", "accept"}
+    assert entry["host"] == f"127.0.0.1:{mock.port}"
+
+
+# ---------------------------------------------------------------------------------------------
+# the spool: a dead service, a restart, the bound, refusals
+# ---------------------------------------------------------------------------------------------
+def test_a_dead_service_never_reaches_the_client_and_gets_every_verdict_when_back(
+        mock, taps, database_url):
+    port = free_port()
+    tap = taps.start(f"http://127.0.0.1:{port}")
+    for fault in ("F0", "F4"):
+        got = through(tap, "chat", fault, agent=f"while-down-{fault}/1")
+        sent = [e for e in mock.entries() if e["user_agent"] == f"while-down-{fault}/1"][-1]
+        assert hashlib.sha256(got["body"]).hexdigest() == sent["sha256"]
+        assert got["ending"] == "eof"
+    spooled_at = time.time()
+    pending = tap.tap.spool.pending_dir
+    deadline = time.monotonic() + 10
+    while len(list(pending.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(list(pending.iterdir())) == 2
+    for path in pending.iterdir():
+        assert path.stat().st_mode & 0o777 == 0o600
+    time.sleep(1)  # the posters are backing off now
+    with ThreadServer(service_app(database_url), port=port) as service:
+        stored = wait_for(service.url, 1, tool="while-down-f0") + wait_for(
+            service.url, 1, tool="while-down-f4")
+        assert [v["category"] for v in stored] == ["complete", "truncated_length"]
+        # Each verdict keeps the time its stream ended, not the time it was posted.
+        assert all(time.mktime(time.strptime(v["ended_at"][:19], "%Y-%m-%dT%H:%M:%S"))
+                   - time.timezone <= spooled_at for v in stored)
+        deadline = time.monotonic() + 10
+        while list(pending.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert list(pending.iterdir()) == [], "acknowledged captures must leave the spool"
+
+
+def test_what_is_spooled_at_stop_is_posted_by_the_next_start(service, taps):
+    down = taps.start(f"http://127.0.0.1:{free_port()}")
+    through(down, "gemini", "F5", agent="across-restart/1")
+    through(down, "gemini", "F0", agent="across-restart/1")
+    taps.stop(down)
+    waiting = list(down.tap.spool.pending_dir.iterdir())
+    assert len(waiting) == 2
+    taps.start(service.url)  # the same spool directory
+    stored = wait_for(service.url, 2, tool="across-restart")
+    assert sorted(v["category"] for v in stored) == ["complete", "reasoning_exhausted"]
+
+
+def test_a_full_spool_drops_new_captures_and_the_client_never_notices(taps, mock):
+    tap = taps.start(f"http://127.0.0.1:{free_port()}", spool_max_bytes=1)
+    got = through(tap, "chat", "F0", agent="full-spool/1")
+    [sent] = [e for e in mock.entries() if e["user_agent"] == "full-spool/1"]
+    assert hashlib.sha256(got["body"]).hexdigest() == sent["sha256"]
+    deadline = time.monotonic() + 10
+    while tap.tap.spool.dropped < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert tap.tap.spool.dropped == 1
+    assert list(tap.tap.spool.pending_dir.iterdir()) == []
+
+
+def test_the_spool_bound_counts_every_byte_kept(tmp_path):
+    spool = Spool(tmp_path, max_bytes=1000)
+    kept = [spool.put({"stream_id": f"s{n}"}, b"x" * 300) for n in range(4)]
+    assert [k is not None for k in kept] == [True, True, True, False]
+    assert spool.dropped == 1 and spool.used_bytes <= 1000
+    spool.delete(kept[0].name)
+    assert spool.put({"stream_id": "s5"}, b"x" * 300) is not None
+    spool.reject(kept[1].name)
+    assert Spool(tmp_path, max_bytes=1000).used_bytes == spool.used_bytes  # recounted at start
+    (spool.pending_dir / "cut-short.stream.tmp").write_bytes(b"half")
+    assert not (Spool(tmp_path, 1000).pending_dir / "cut-short.stream.tmp").exists()
+
+
+def test_a_capture_the_service_refuses_for_good_is_set_aside_not_retried(service, taps):
+    spool = Spool(taps.tmp_path / "spool", 1 << 20)
+    spool.put({"stream_id": "refused-1", "protocol": "no-such-dialect"}, b"data: {}\n\n")
+    tap = taps.start(service.url)
+    deadline = time.monotonic() + 10
+    while not tap.tap.spool.rejected() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(tap.tap.spool.rejected()) == 1 and tap.tap.poster.refused == 1
+    assert list(tap.tap.spool.pending_dir.iterdir()) == []
+
+
+def test_a_refused_token_keeps_the_captures_spooled(service, taps):
+    tap = taps.start(service.url, ingest_token="not-a-token")
+    through(tap, "chat", "F0", agent="bad-token/1")
+    deadline = time.monotonic() + 10
+    while tap.tap.poster.retried < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert tap.tap.poster.retried >= 1 and tap.tap.poster.posted == 0
+    assert len(list(tap.tap.spool.pending_dir.iterdir())) == 1
+    assert tap.tap.spool.rejected() == []
+
+
+# ---------------------------------------------------------------------------------------------
+# captures of compressed answers
+# ---------------------------------------------------------------------------------------------
+def test_a_compressed_answer_is_judged_by_its_decoded_bytes():
+    stream = b'data: {"choices":[{"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    for encoding, packed in (("gzip", gzip.compress(stream)),
+                             ("deflate", zlib.compress(stream))):
+        capture = Capture(encoding, limit=1 << 20)
+        for at in range(0, len(packed), 7):
+            capture.add(packed[at:at + 7])
+        assert capture.usable and capture.body == stream
+    unknown = Capture("br", limit=1 << 20)
+    unknown.add(b"\x8b\x02\x80")
+    assert not unknown.usable and "br" in unknown.reason
+    over = Capture("", limit=10)
+    over.add(stream)
+    assert not over.usable and over.body == b""
+
+
+# ---------------------------------------------------------------------------------------------
+# the command, as a process
+# ---------------------------------------------------------------------------------------------
+def test_the_tap_command_relays_posts_and_logs_no_payload(mock, service, tmp_path):
+    port = free_port()
+    spool_dir = tmp_path / "process-spool"
+    env = {**os.environ, "TAP_SPOOL_DIR": str(spool_dir), "TAP_INGEST_TOKEN": INGEST_SECRET,
+           "TAP_SHUTDOWN_GRACE_SECONDS": "2"}
+    log_path = tmp_path / "tap.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "service", "tap", "--listen", f"127.0.0.1:{port}",
+             "--upstream", f"http://127.0.0.1:{mock.port}", "--ingest", service.url],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 30
+            while b"Uvicorn running" not in log_path.read_bytes():
+                assert process.poll() is None and time.monotonic() < deadline, \
+                    log_path.read_text()
+                time.sleep(0.05)
+            for fault in ("F0", "reset", "F3"):
+                got = request(port, "POST", stream_path("responses", f"/{fault}"),
+                              generation("responses") | {"input": CANARY},
+                              {"user-agent": "process-tap/1"})
+                assert got["status"] == 200
+            stored = wait_for(service.url, 3, tool="process-tap")
+            assert sorted(v["category"] for v in stored) == sorted(
+                EXPECTED_OVER_HTTP[f] for f in ("F0", "reset", "F3"))
+        finally:
+            process.send_signal(signal.SIGTERM)
+            # uvicorn shuts down, then re-raises the signal so the parent sees why it ended.
+            assert process.wait(30) in (0, -signal.SIGTERM)
+    text = log_path.read_text()
+    assert "Application shutdown complete" in text
+    assert CANARY not in text
+    assert "Traceback" not in text and "Exception in ASGI" not in text, text
+    assert list((spool_dir / "pending").iterdir()) == []
+
+
+def test_the_tap_command_refuses_a_bad_configuration():
+    run = subprocess.run([sys.executable, "-m", "service", "tap", "--ingest", "ftp://x"],
+                         cwd=REPO, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "TAP_UPSTREAM": "http://127.0.0.1:1"})
+    assert run.returncode == 2 and "http:// or https://" in run.stderr
+    run = subprocess.run([sys.executable, "-m", "service", "tap", "--listen", "nowhere"],
+                         cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "HOST:PORT" in run.stderr
+
