@@ -7,7 +7,10 @@ BIN := $(VENV)/bin
 
 .PHONY: test run demo bench bench-service clean
 
+# The real clients of the end-to-end matrix (tests/e2e/) are installed first, at their pins,
+# into ~/.cache/fastsse-e2e (once per machine; see tests/e2e/install.py).
 test: $(VENV)/.installed
+	$(BIN)/python -m tests.e2e.install
 	$(BIN)/python -m pytest
 
 run: $(VENV)/.installed

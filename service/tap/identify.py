@@ -31,7 +31,7 @@ _USER_AGENTS = (
     (re.compile(r"^claude-code/", re.I), "claude-code"),
     (re.compile(r"^kimi[-_ ]?cli", re.I), "kimi-cli"),
     (re.compile(r"^gemini-cli/", re.I), "gemini-cli"),
-    (re.compile(r"^OpenAI/Python\b"), "openai-python"),
+    (re.compile(r"^(Async)?OpenAI/Python\b"), "openai-python"),
     (re.compile(r"^OpenAI/JS\b"), "openai-node"),
     (re.compile(r"^Anthropic/Python\b"), "anthropic-python"),
     (re.compile(r"^Anthropic/JS\b"), "anthropic-node"),

@@ -1,0 +1,237 @@
+"""The real clients of the matrix: how each one is run against a base URL, non-interactively,
+with a throwaway home, telemetry off and retries capped; and how what it did is graded.
+
+Each client is installed by install.py at its pin.  A run gives an ``Outcome``: exit status,
+output, and how much of the mock's answer it printed (the answer's every sentence says where
+it stands, "Sentence 4 of 6 ...", so a cut shows in the output whatever the client's format).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .install import BY_NAME, Pin
+
+HERE = Path(__file__).resolve().parent
+SENTENCES = 6
+KEY = "sk-e2e-not-a-real-key"
+# Words by which a client tells its user that the answer broke.
+TELLING = re.compile(r"error|incomplete|truncat|max.?tokens|length|cut|clos|terminat|"
+                     r"disconnect|premature|unexpected|reset|interrupt|timeout|timed out|fail|"
+                     r"retry|retrying|reconnect|stream", re.I)
+
+GRADES = {
+    "L0": "silent: a cut answer, exit 0, nothing said",
+    "L1": "a weak or misdirected signal: exit 0, but something printed on the side",
+    "L2": "told: exit status or a message says the answer broke",
+    "L3": "recovered: retried and printed the whole answer",
+}
+
+
+@dataclass
+class Outcome:
+    returncode: int | None  # None: killed at the time limit
+    stdout: str
+    stderr: str
+    requests: list[dict] = field(default_factory=list)  # the mock's log entries of the run
+
+    @property
+    def sentences_printed(self) -> int:
+        found = [int(n) for n in re.findall(rf"Sentence (\d+) of {SENTENCES}\b", self.stdout)]
+        return max(found, default=0)
+
+    @property
+    def whole(self) -> bool:
+        return self.sentences_printed == SENTENCES and f"Sentence {SENTENCES} of {SENTENCES} " \
+            "of the mock provider's answer, which keeps going until it is complete" in \
+            " ".join(self.stdout.split())
+
+    @property
+    def generations(self) -> list[dict]:
+        return [r for r in self.requests if r.get("kind") in ("stream", "whole")]
+
+    def grade(self) -> str:
+        """For a faulted case.  A whole answer from one request (the fault cost no text, as a
+        dropped end marker) is graded like a cut one: the client accepted a broken stream."""
+        if self.whole and len(self.generations) > 1:
+            return "L3"
+        if self.returncode != 0:
+            return "L2"
+        said = self.stderr + self.stdout.replace(answer_prefix(), "")
+        return "L1" if TELLING.search(said) else "L0"
+
+    def printed(self) -> str:
+        if self.whole:
+            return "whole answer"
+        if self.sentences_printed:
+            return f"cut answer ({self.sentences_printed}/{SENTENCES} sentences)"
+        return "no answer"
+
+    def said(self, limit: int = 90) -> str:
+        """The client's last line of complaint, for the matrix."""
+        lines = [line.strip() for line in (self.stderr + "\n" + self.stdout).splitlines()
+                 if line.strip() and TELLING.search(line) and "mock provider's answer" not in line]
+        text = lines[-1] if lines else ""
+        text = re.sub(r"http://127\.0\.0\.1:\d+", "<tap>", text)
+        return (text[:limit] + "…") if len(text) > limit else text
+
+
+def answer_prefix() -> str:
+    return "Sentence 1 of"
+
+
+@dataclass(frozen=True)
+class Client:
+    name: str  # as the matrix shows it
+    pin: Pin
+    dialect: str  # the protocol it speaks here
+    tool: str  # what the tap tells from its User-Agent
+
+    def run(self, base: str, home: Path, timeout: float = 90) -> Outcome:
+        """Run once against the tap at ``base`` (scheme://host:port/PREFIX)."""
+        home.mkdir(parents=True, exist_ok=True)
+        command, env, cwd = self.command(base, home)
+        full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+                    "LANG": "C.UTF-8", "NO_COLOR": "1", "TERM": "dumb", **env}
+        try:
+            done = subprocess.run(command, cwd=cwd, env=full_env, capture_output=True,
+                                  text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired as exc:
+            return Outcome(None, _text(exc.stdout), _text(exc.stderr))
+        return Outcome(done.returncode, done.stdout, done.stderr)
+
+    def command(self, base: str, home: Path) -> tuple[list[str], dict, Path]:
+        raise NotImplementedError
+
+
+def _text(raw) -> str:
+    return raw.decode(errors="replace") if isinstance(raw, bytes) else (raw or "")
+
+
+class SdkApp(Client):
+    """sdk_client.py under the SDK's own interpreter."""
+
+    def command(self, base, home):
+        app = {"chat": "openai-chat", "responses": "openai-responses"}.get(self.dialect,
+                                                                            self.dialect)
+        url = base + "/v1" if self.pin.package == "openai" else base
+        return ([str(self.pin.directory / "bin" / "python"), str(HERE / "sdk_client.py"), app,
+                 url], {}, home)
+
+
+PROMPT = "Say hello."
+# Each CLI's retries, capped so that a case takes seconds (1 retry: recovery still shows).
+RETRIES = 1
+
+
+class Codex(Client):
+    """``codex exec`` on a provider of our own (Responses API), from a throwaway CODEX_HOME."""
+
+    def command(self, base, home):
+        codex_home, work = home / ".codex", home / "work"
+        codex_home.mkdir(exist_ok=True)
+        work.mkdir(exist_ok=True)
+        (codex_home / "config.toml").write_text(f"""\
+model = "gpt-5-mini"
+model_provider = "mock"
+approval_policy = "never"
+sandbox_mode = "read-only"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[features]
+plugins = false  # else it syncs plugins from api.github.com and chatgpt.com
+
+[model_providers.mock]
+name = "mock"
+base_url = "{base}/v1"
+env_key = "MOCK_API_KEY"
+wire_api = "responses"
+request_max_retries = {RETRIES}
+stream_max_retries = {RETRIES}
+stream_idle_timeout_ms = 5000
+""")
+        binary = self.pin.directory / "node_modules" / ".bin" / "codex"
+        return ([str(binary), "exec", "--skip-git-repo-check", "--ephemeral", "--color", "never",
+                 PROMPT],
+                {"CODEX_HOME": str(codex_home), "MOCK_API_KEY": KEY, "RUST_LOG": "error"}, work)
+
+
+class ClaudeCode(Client):
+    """``claude -p`` (Messages API), configured by its environment alone."""
+
+    MODEL = "claude-sonnet-4-5-20250929"
+
+    def command(self, base, home):
+        work = home / "work"
+        work.mkdir(exist_ok=True)
+        env = {"ANTHROPIC_BASE_URL": base, "ANTHROPIC_API_KEY": KEY,
+               "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+               "ANTHROPIC_MODEL": self.MODEL, "ANTHROPIC_SMALL_FAST_MODEL": self.MODEL,
+               "ANTHROPIC_DEFAULT_HAIKU_MODEL": self.MODEL,
+               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
+               "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1",
+               "DISABLE_UPDATES": "1", "DISABLE_BUG_COMMAND": "1",
+               "DISABLE_FEEDBACK_COMMAND": "1", "CLAUDE_CODE_MAX_RETRIES": str(RETRIES),
+               "API_TIMEOUT_MS": "15000"}
+        binary = self.pin.directory / "node_modules" / ".bin" / "claude"
+        return [str(binary), "-p", PROMPT], env, work
+
+
+class KimiCli(Client):
+    """kimi-cli's original CLI in print mode (Chat Completions), reached through
+    ``run_original_cli``: its ``kimi`` entry point is a deprecation gate that, run bare,
+    downloads and runs an installer, so it is never called."""
+
+    def command(self, base, home):
+        share, work = home / ".kimi", home / "work"
+        share.mkdir(exist_ok=True)
+        work.mkdir(exist_ok=True)
+        config = share / "config.toml"
+        config.write_text(f"""\
+default_model = "mock"
+telemetry = false
+
+[providers.mock]
+type = "openai_legacy"
+base_url = "{base}/v1"
+api_key = "{KEY}"
+
+[models.mock]
+provider = "mock"
+model = "gpt-4o-2024-08-06"
+max_context_size = 128000
+
+[loop_control]
+max_retries_per_step = {RETRIES}
+max_steps_per_turn = 3
+""")
+        launcher = ("import sys; from kimi_cli.__main__ import run_original_cli; "
+                    "sys.exit(run_original_cli(sys.argv[1:]))")
+        return ([str(self.pin.directory / "bin" / "python"), "-c", launcher, "--print",
+                 "--output-format", "text", "--final-message-only", "--work-dir", str(work),
+                 "--config-file", str(config), "--prompt", PROMPT],
+                {"KIMI_SHARE_DIR": str(share), "KIMI_DISABLE_TELEMETRY": "1"}, work)
+
+
+CLIENTS = (
+    Codex("codex", BY_NAME["codex"], "responses", "codex"),
+    ClaudeCode("claude-code", BY_NAME["claude-code"], "anthropic", "claude-code"),
+    # kimi-cli sends only its SDK's User-Agent (AsyncOpenAI/Python): TAP_TOOL labels it.
+    KimiCli("kimi-cli", BY_NAME["kimi-cli"], "chat", "openai-python"),
+    SdkApp("openai-python (chat)", BY_NAME["openai-python"], "chat", "openai-python"),
+    SdkApp("openai-python (responses)", BY_NAME["openai-python"], "responses",
+           "openai-python"),
+    SdkApp("anthropic-python", BY_NAME["anthropic-python"], "anthropic", "anthropic-python"),
+    SdkApp("google-genai", BY_NAME["google-genai"], "gemini", "google-genai"),
+)
+

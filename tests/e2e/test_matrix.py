@@ -1,0 +1,82 @@
+"""The matrix: every real client against the tap in front of the mock, for every fault of the
+dialect it speaks.  Each fault is the mock's -once form (the first generation of the case gets
+it, any retry a healthy answer), so a client that retries shows whether it recovers.
+
+Per case it records what the client did (exit status, how much of the answer it printed, what
+it said, how many requests it made, graded L0-L3; see clients.GRADES) beside the verdicts the
+service stored, and asserts the verdicts: F0 complete; the faulted answer caught with the
+category the fault must give; every retry complete.  What a client does is recorded, never
+asserted: that is the finding (but a client must handle F0, or the mock is wrong for it).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime, timezone
+
+import httpx
+import pytest
+
+from loadtests.streams import EXPECTED_OVER_HTTP, F2C_DIALECTS, FAULTS
+from tests.service.conftest import READ
+
+from .clients import CLIENTS
+from .install import installed, status
+
+CASES = [(client, fault) for client in CLIENTS for fault in FAULTS
+         if fault != "F2C" or client.dialect in F2C_DIALECTS]
+
+
+def stored_since(service_url: str, since: str) -> list[dict]:
+    answer = httpx.get(f"{service_url}/v1/verdicts", params={"since": since, "limit": 1000},
+                       headers=READ, timeout=10)
+    answer.raise_for_status()
+    return sorted(answer.json()["verdicts"], key=lambda v: v["id"])
+
+
+def settle(tap) -> None:
+    """Wait until the tap has posted everything it captured."""
+    deadline = time.monotonic() + 30
+    while (tap.tap.poster.waiting() or tap.tap._spooling) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(("client", "fault"), CASES,
+                         ids=[f"{c.name.replace(' ', '')}-{f}" for c, f in CASES])
+def test_client_against_fault(client, fault, mock, service, tap, matrix_rows, tmp_path):
+    if not installed(client.pin):
+        reason = status().get(client.pin.name, {}).get("error", "not installed")
+        pytest.fail(f"{client.pin.package} {client.pin.version} is not installed: {reason} "
+                    "(make test installs it: python -m tests.e2e.install)")
+    slug = re.sub(r"[^\w-]", "", client.name.replace(" ", "-"))
+    prefix = "F0" if fault == "F0" else f"{fault}-once.{slug}"
+    since = datetime.now(timezone.utc).isoformat()
+    before = len(mock.entries())
+    outcome = client.run(f"{tap.url}/{prefix}", tmp_path / "home")
+    outcome.requests = mock.entries()[before:]
+    settle(tap)
+    stored = stored_since(service.url, since)
+    categories = [v["category"] for v in stored]
+    matrix_rows.append({
+        "client": client.name, "version": client.pin.version, "fault": fault,
+        "exit": outcome.returncode, "printed": outcome.printed(), "said": outcome.said(),
+        "requests": len(outcome.generations), "grade": "ok" if fault == "F0" else outcome.grade(),
+        "stored": ", ".join(categories) or "nothing",
+    })
+    context = (f"exit {outcome.returncode}; printed {outcome.printed()}; stored {categories}\n"
+               f"stderr: {outcome.stderr[-1500:]}")
+
+    assert outcome.generations, f"{client.name} made no generation request\n{context}"
+    assert {v["tool"] for v in stored} <= {client.tool}, context
+    assert {v["protocol"] for v in stored} <= {client.dialect}, context
+    if fault == "F0":
+        assert outcome.returncode == 0 and outcome.whole, f"a healthy answer broke\n{context}"
+        assert categories and set(categories) == {"complete"}, context
+        return
+    faulted = [e for e in outcome.generations if e.get("applied") == fault]
+    assert len(faulted) == 1, f"the fault was applied {len(faulted)} times\n{context}"
+    streamed = [e for e in outcome.generations if e.get("kind") == "stream"]
+    assert len(stored) == len(streamed), f"{len(streamed)} streams, {len(stored)} verdicts\n{context}"
+    assert categories[0] == EXPECTED_OVER_HTTP[fault], context
+    assert set(categories[1:]) <= {"complete"}, context
