@@ -87,7 +87,17 @@ def server_options(settings) -> dict:
     log_config["loggers"]["service"] = {"handlers": ["default"], "level": settings.log_level.upper(),
                                         "propagate": False}
     return {"log_level": settings.log_level, "log_config": log_config,
-            "access_log": getattr(settings, "access_log", False)}
+            "access_log": getattr(settings, "access_log", False), "http": http_protocol()}
+
+
+def http_protocol() -> str:
+    """httptools with bounds on the request head (service/http_limits.py), else uvicorn's h11,
+    which has its own."""
+    import importlib.util
+
+    if importlib.util.find_spec("httptools"):
+        return "service.http_limits:BoundedHttpToolsProtocol"
+    return "h11"
 
 
 def server_stack() -> str:
@@ -146,7 +156,8 @@ def _tap(args) -> int:
     from .tap import run
 
     host, port = args.listen
-    run(settings, host, port, server_options(settings)["log_config"])
+    options = server_options(settings)
+    run(settings, host, port, options["log_config"], options["http"])
     return 0
 
 

@@ -40,6 +40,13 @@ class Settings(BaseSettings):
     # Standard Webhooks: a signature older or newer than this is refused (replay window).
     webhook_tolerance_seconds: int = Field(default=300, ge=1)
 
+    # Admission control: past this many posts in progress in one worker, a post is refused at
+    # once with 503 and Retry-After: 1 (overload gets quick refusals, not growing latency).
+    max_inflight_posts: int = Field(default=64, ge=1)
+    # An upload that sends no byte for this long, or is not whole after the total, gets 408.
+    upload_idle_timeout_seconds: float = Field(default=30.0, gt=0)
+    upload_timeout_seconds: float = Field(default=300.0, gt=0)
+
     # Group commit: verdicts wait in this queue for the writer; when it is full, 503.
     write_queue_size: int = Field(default=10_000, ge=1)
     write_batch_size: int = Field(default=500, ge=1)

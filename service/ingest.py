@@ -10,6 +10,7 @@ as the whole HTTP stack does).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -37,6 +38,7 @@ IDENTIFIER_PATTERN = r"^[A-Za-z0-9._:/@+=-]+$"
 _IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 _INTEGER = re.compile(r"^[+-]?[0-9]{1,12}$")
 RETRY_AFTER_SECONDS = "5"
+OVERLOAD_RETRY_AFTER_SECONDS = "1"
 CLIENT_CLOSED_REQUEST = 499  # nginx's "client closed request": the upload broke off
 
 
@@ -190,6 +192,46 @@ class Answer:
     headers: dict | None = None
 
 
+class UploadClock:
+    """The upload timeouts of one post: no byte for ``idle`` seconds, or the whole body not in
+    after ``total`` seconds, and the task reading it is cancelled (a client that dribbles its
+    bytes must not hold a connection and a slot forever).  Two timers per post, re-armed on
+    each chunk; nothing per byte."""
+
+    def __init__(self, idle: float, total: float) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._idle = idle
+        self._reason: str | None = None
+        self._total_timer = self._loop.call_later(
+            total, self._expire, f"not whole after {total:g} s (UPLOAD_TIMEOUT_SECONDS)")
+        self._idle_timer = self._arm_idle()
+
+    def _arm_idle(self):
+        return self._loop.call_later(
+            self._idle, self._expire,
+            f"no byte for {self._idle:g} s (UPLOAD_IDLE_TIMEOUT_SECONDS)")
+
+    def _expire(self, reason: str) -> None:
+        if self._reason is None:
+            self._reason = reason
+            self._task.cancel()
+
+    def tick(self) -> None:
+        self._idle_timer.cancel()
+        self._idle_timer = self._arm_idle()
+
+    def expired(self) -> str | None:
+        """Why the upload timed out (the cancellation is then handled), or None."""
+        if self._reason is not None and hasattr(self._task, "uncancel"):
+            self._task.uncancel()  # Python 3.11+
+        return self._reason
+
+    def stop(self) -> None:
+        self._idle_timer.cancel()
+        self._total_timer.cancel()
+
+
 def problem(status: int, detail: str, headers: dict | None = None) -> Answer:
     return Answer(status, _json({"detail": detail}), headers)
 
@@ -220,17 +262,29 @@ async def ingest(chunks: AsyncIterable[bytes], params: IngestParams, gateway, *,
     judge = StreamJudge(params.protocol, max_body_bytes=settings.max_body_bytes,
                         max_event_bytes=settings.max_event_bytes)
     webhook = gateway.webhook
+    clock = UploadClock(settings.upload_idle_timeout_seconds, settings.upload_timeout_seconds)
     try:
         async for chunk in chunks:
+            clock.tick()
             judge.feed(chunk)
             if webhook is not None:
                 webhook.update(chunk)
     except BodyTooLarge:
         return problem(413, too_large)  # the rest is never read
+    except asyncio.CancelledError:
+        expired = clock.expired()
+        if expired is None:
+            raise
+        log.info("upload of stream_id=%s timed out after %d bytes (%s); nothing stored",
+                 params.stream_id, judge.received, expired)
+        return problem(408, f"the upload was too slow: {expired}; nothing stored",
+                       {"Connection": "close"})
     except ClientDisconnect:
         log.info("upload of stream_id=%s broke off after %d bytes; nothing stored",
                  params.stream_id, judge.received)
         return Answer(CLIENT_CLOSED_REQUEST)  # nobody is listening any more
+    finally:
+        clock.stop()
 
     gateway_name = gateway.name
     if webhook is not None:

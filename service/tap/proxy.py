@@ -333,13 +333,14 @@ class QuietBreaks(logging.Filter):
         return not (record.exc_info and isinstance(record.exc_info[1], UpstreamBroke))
 
 
-def run(settings: TapSettings, host: str, port: int, log_config: dict | None = None) -> None:
+def run(settings: TapSettings, host: str, port: int, log_config: dict | None = None,
+        http: str = "auto") -> None:
     """Serve the tap with uvicorn until SIGINT or SIGTERM (then: let the open answers finish
     for a while, post what the grace period allows, keep the rest spooled)."""
     import uvicorn
 
     config = uvicorn.Config(Tap(settings), host=host, port=port, lifespan="on",
-                            log_level=settings.log_level, log_config=log_config,
+                            log_level=settings.log_level, log_config=log_config, http=http,
                             access_log=False, server_header=False, date_header=False,
                             timeout_graceful_shutdown=settings.shutdown_grace_seconds + 30)
     logging.getLogger("uvicorn.error").addFilter(QuietBreaks())  # after uvicorn's dictConfig

@@ -10,7 +10,8 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 
 from ... import metrics
-from ...ingest import InvalidParameters, ingest, openapi_parameters, parse_query
+from ...ingest import (OVERLOAD_RETRY_AFTER_SECONDS, InvalidParameters, ingest,
+                       openapi_parameters, parse_query, problem)
 from ..deps import ingest_caller
 from ..schemas import Problem, ValidationProblem, VerdictOut
 
@@ -40,10 +41,12 @@ RAW_STREAM_BODY = {
                                                   "same bytes: the stored verdict, counted once."},
         401: {"model": Problem, "description": "Missing or wrong credentials: nothing stored."},
         409: {"model": Problem, "description": "This stream_id was stored with other bytes."},
+        408: {"model": Problem, "description": "The upload was too slow (UPLOAD_IDLE_TIMEOUT_"
+                                               "SECONDS, UPLOAD_TIMEOUT_SECONDS): nothing stored."},
         413: {"model": Problem, "description": "The body passed MAX_BODY_BYTES."},
         422: {"model": ValidationProblem, "description": "A parameter is missing or wrong."},
-        503: {"model": Problem, "description": "Not stored (database down or write queue full); "
-                                               "retry after Retry-After seconds."},
+        503: {"model": Problem, "description": "Not stored (overloaded, database down or write "
+                                               "queue full); retry after Retry-After seconds."},
     },
 )
 async def post_stream(request: Request) -> Response:
@@ -56,9 +59,19 @@ async def post_stream(request: Request) -> Response:
             status = 422
             return JSONResponse({"detail": exc.errors}, status_code=422)
         state = request.app.state
-        answer = await ingest(request.stream(), params, gateway, settings=state.settings,
-                              writer=state.writer,
-                              declared_length=request.headers.get("content-length"))
+        limit = state.settings.max_inflight_posts
+        if state.inflight_posts >= limit:
+            answer = problem(503, f"overloaded: {limit} posts in progress (MAX_INFLIGHT_POSTS); "
+                                  f"nothing stored, retry after {OVERLOAD_RETRY_AFTER_SECONDS} s",
+                             {"Retry-After": OVERLOAD_RETRY_AFTER_SECONDS})
+        else:
+            state.inflight_posts += 1
+            try:
+                answer = await ingest(request.stream(), params, gateway,
+                                      settings=state.settings, writer=state.writer,
+                                      declared_length=request.headers.get("content-length"))
+            finally:
+                state.inflight_posts -= 1
         status = answer.status
         return Response(answer.body, status_code=status, headers=answer.headers,
                         media_type="application/json" if answer.body else None)

@@ -1,0 +1,54 @@
+"""Bounds on a request's head, which uvicorn's httptools protocol does not have: the request
+line and headers of one request are at most MAX_HEAD_BYTES, and at most MAX_HEADERS headers;
+past either the connection gets 431 and is closed while the head is still being read, so a
+client cannot make a worker hold megabytes of headers.  (uvicorn's h11 protocol has a bound of
+its own, h11_max_incomplete_event_size; with httptools there is none.)
+
+``serve`` runs uvicorn with ``http="service.http_limits:BoundedHttpToolsProtocol"``.
+"""
+
+from __future__ import annotations
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+MAX_HEAD_BYTES = 64 * 1024
+MAX_HEADERS = 100
+
+
+class _HeadTooLarge(Exception):
+    pass
+
+
+class BoundedHttpToolsProtocol(HttpToolsProtocol):
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._head_bytes = 0
+        self._refusal: str | None = None
+
+    def _count(self, size: int) -> None:
+        self._head_bytes += size
+        if self._head_bytes > MAX_HEAD_BYTES:
+            self._refusal = f"the request head is larger than {MAX_HEAD_BYTES} bytes"
+            raise _HeadTooLarge  # httptools stops parsing and data_received sends the answer
+
+    def on_url(self, url: bytes) -> None:
+        self._count(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count(len(name) + len(value) + 4)
+        if len(self.headers) >= MAX_HEADERS:
+            self._refusal = f"the request has more than {MAX_HEADERS} headers"
+            raise _HeadTooLarge
+        super().on_header(name, value)
+
+    def send_400_response(self, msg: str) -> None:
+        refusal = getattr(self, "_refusal", None)
+        if refusal is None:
+            super().send_400_response(msg)
+            return
+        body = f'{{"detail": "{refusal}"}}'.encode()
+        self.transport.write(b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+                             b"content-type: application/json\r\ncontent-length: %d\r\n"
+                             b"connection: close\r\n\r\n%s" % (len(body), body))
+        self.transport.close()

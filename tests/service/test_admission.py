@@ -1,0 +1,101 @@
+"""Admission control and upload timeouts: past MAX_INFLIGHT_POSTS a post is refused at once
+with 503 and Retry-After (never queued until a client times out), and a client that dribbles
+its upload gets a 408 instead of holding a slot forever.  Nothing refused is ever stored."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import httpx
+
+from .conftest import INGEST_SECRET, READ
+from .streams import chat_stream
+
+
+def open_upload(port: int, stream_id: str, length: int, first: bytes) -> socket.socket:
+    """A post whose headers and first bytes are sent, the rest held back."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    sock.sendall(f"POST /v1/streams?stream_id={stream_id}&protocol=chat HTTP/1.1\r\n"
+                 f"host: 127.0.0.1\r\nauthorization: Bearer {INGEST_SECRET}\r\n"
+                 f"content-length: {length}\r\n\r\n".encode() + first)
+    return sock
+
+
+def answer_of(sock: socket.socket) -> tuple[int, bytes]:
+    data = b""
+    while b"\r\n\r\n" not in data or not data.endswith(b"}"):
+        piece = sock.recv(65536)
+        if not piece:
+            break
+        data += piece
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), head + b"\r\n\r\n" + body
+
+
+def stored_ids(server) -> set[str]:
+    answer = httpx.get(f"{server.url}/v1/verdicts", params={"limit": 1000}, headers=READ)
+    return {v["stream_id"] for v in answer.json()["verdicts"]}
+
+
+def post(server, stream_id: str, body: bytes) -> httpx.Response:
+    return httpx.post(f"{server.url}/v1/streams", params={"stream_id": stream_id},
+                      content=body, headers={"authorization": f"Bearer {INGEST_SECRET}"},
+                      timeout=30)
+
+
+def test_past_the_inflight_limit_a_post_is_refused_at_once_and_the_rest_go_on(serve):
+    server = serve(max_inflight_posts=2)
+    body = chat_stream(text="the held posts")
+    held = [open_upload(server.port, f"held-{n}", len(body), body[:10]) for n in range(2)]
+    time.sleep(0.3)  # both are in progress now
+    started = time.monotonic()
+    refused = post(server, "refused", body)
+    assert refused.status_code == 503
+    assert time.monotonic() - started < 2, "a refusal must not wait for a slot"
+    assert refused.headers["retry-after"] == "1"
+    assert "MAX_INFLIGHT_POSTS" in refused.json()["detail"]
+    for sock in held:
+        sock.sendall(body[10:])
+        assert answer_of(sock)[0] == 201
+        sock.close()
+    assert post(server, "after", body).status_code == 201  # the slots were given back
+    assert stored_ids(server) == {"held-0", "held-1", "after"}
+
+
+def test_an_upload_that_stops_sending_gets_a_408_and_stores_nothing(serve):
+    server = serve(upload_idle_timeout_seconds=0.5)
+    body = chat_stream(text="a stalled upload")
+    sock = open_upload(server.port, "stalled", len(body), body[:20])
+    started = time.monotonic()
+    status, raw = answer_of(sock)
+    sock.close()
+    assert status == 408 and b"UPLOAD_IDLE_TIMEOUT_SECONDS" in raw
+    assert 0.4 < time.monotonic() - started < 5
+    assert b"connection: close" in raw.lower()
+    assert post(server, "fine", body).status_code == 201
+    assert stored_ids(server) == {"fine"}
+
+
+def test_an_upload_dribbled_past_the_total_timeout_gets_a_408_and_starves_nobody(serve):
+    server = serve(upload_idle_timeout_seconds=5, upload_timeout_seconds=1.5)
+    body = chat_stream(text="a dribbled upload")
+    sock = open_upload(server.port, "dribbled", len(body), body[:1])
+    started = time.monotonic()
+    served_meanwhile = []
+    at = 1
+    sock.settimeout(0.2)
+    while True:
+        try:
+            status, raw = answer_of(sock)
+            break
+        except TimeoutError:
+            sock.sendall(body[at:at + 1])  # a byte now and then: never idle
+            at += 1
+            if len(served_meanwhile) < 3:
+                served_meanwhile.append(post(server, f"other-{at}", body).status_code)
+    sock.close()
+    assert status == 408 and b"UPLOAD_TIMEOUT_SECONDS" in raw
+    assert 1.3 < time.monotonic() - started < 6
+    assert served_meanwhile == [201, 201, 201]
+    assert "dribbled" not in stored_ids(server)

@@ -1,0 +1,142 @@
+"""Hostile input against the service as it runs (``python -m service serve``: uvicorn with
+httptools): garbage and noise are verdicts, odd bytes in headers and query strings are 4xx
+with a reason, huge headers are refused, thousands of connections opened and dropped leak
+nothing.  Never a 500, and never a row from a refused request."""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import time
+
+import httpx
+import pytest
+
+from .conftest import INGEST, READ
+
+
+
+@pytest.fixture
+def service(service_process, database_url):
+    return service_process({"DATABASE_URL": database_url})
+
+
+def raw(port: int, data: bytes, timeout: float = 10) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(data)
+        answer = b""
+        try:
+            while piece := sock.recv(65536):  # every request says connection: close
+                answer += piece
+        except (ConnectionResetError, TimeoutError):
+            pass
+        return answer
+
+
+def status_of(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else 0
+
+
+def rows(service) -> list[dict]:
+    answer = httpx.get(f"{service.url}/v1/verdicts", params={"limit": 1000}, headers=READ)
+    return answer.json()["verdicts"]
+
+
+def test_garbage_and_noise_are_verdicts_never_errors(service):
+    noise = random.Random(7)
+    bodies = {
+        "noise": noise.randbytes(300_000),
+        "nul": b"\0" * 10_000,
+        "half-utf8": "data: {\"x\": \"é".encode()[:-1] + b"\n\n",
+        "json-garbage": b"data: {{{{[[[[\n\n" * 1000,
+        "no-newlines": b"x" * 100_000,
+        "crlf-storm": b"\r" * 50_000,
+    }
+    with httpx.Client(base_url=service.url, headers=INGEST, timeout=30) as http:
+        for name, body in bodies.items():
+            answer = http.post("/v1/streams", params={"stream_id": name}, content=body)
+            assert answer.status_code == 201, (name, answer.text)
+            assert answer.json()["complete"] is False, name
+    assert len(rows(service)) == len(bodies)
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    (b"stream_id=%FF%FE", 422),  # not UTF-8 once decoded
+    (b"stream_id=ok&protocol=%00", 422),
+    (b"stream_id=" + b"a" * 5000, 422),
+    (b"stream_id=\xff\xfe", 422),  # raw bytes outside ASCII in the request line
+    (b"stream_id=s%20p", 422),
+    (b"stream_id=ok&attempt=1e999", 422),
+    (b"stream_id=ok&ended_at=%F0%9F%92%A5", 422),
+])
+def test_odd_bytes_in_the_query_string_are_422_with_a_reason(service, query, expected):
+    answer = raw(service.port, b"POST /v1/streams?" + query + b" HTTP/1.1\r\nhost: x\r\n"
+                 b"authorization: " + INGEST["Authorization"].encode() + b"\r\n"
+                 b"content-length: 0\r\nconnection: close\r\n\r\n")
+    assert status_of(answer) in (expected, 400), answer[:300]
+    assert b'"detail"' in answer or status_of(answer) == 400
+    assert rows(service) == []
+
+
+def test_odd_headers_are_refused_or_ignored_never_a_500(service):
+    token = INGEST["Authorization"].encode()
+    cases = {
+        "latin-1 value": b"x-note: caf\xe9\r\n",
+        "control bytes": b"x-note: a\x01b\r\n",
+        "huge header": b"x-huge: " + b"a" * 200_000 + b"\r\n",
+        "many headers": b"".join(b"x-h%d: v\r\n" % n for n in range(5000)),
+        "bad auth encoding": b"authorization: Bearer \xff\xfe\r\n",
+    }
+    statuses = {}
+    for name, extra in cases.items():
+        auth = b"" if name == "bad auth encoding" else b"authorization: " + token + b"\r\n"
+        answer = raw(service.port, b"POST /v1/streams?stream_id=h-" + name.replace(" ", "-")
+                     .encode() + b" HTTP/1.1\r\nhost: x\r\n" + auth + extra +
+                     b"content-length: 2\r\nconnection: close\r\n\r\nhi")
+        statuses[name] = status_of(answer)
+    assert all(s != 500 for s in statuses.values()), statuses
+    assert statuses["bad auth encoding"] == 401, statuses
+    assert statuses["huge header"] == statuses["many headers"] == 431, statuses  # refused
+    assert len(rows(service)) == sum(1 for s in statuses.values() if s in (200, 201))
+
+
+def test_random_tool_names_are_stored_tamed(service):
+    names = ["Ω-tool", "a" * 1000, "../../etc/passwd", "<script>", "tool\x00nul", "  "]
+    with httpx.Client(base_url=service.url, headers=INGEST, timeout=30) as http:
+        for n, name in enumerate(names):
+            answer = http.post("/v1/streams", params={"stream_id": f"t{n}", "tool": name},
+                               content=b"data: [DONE]\n\n")
+            assert answer.status_code in (201, 422), answer.text
+    for verdict in rows(service):
+        assert len(verdict["tool"]) <= 64 and "<" not in verdict["tool"]
+        assert all(c.isascii() and (c.isalnum() or c in "._-") for c in verdict["tool"])
+
+
+def open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_thousands_of_connections_opened_and_dropped_leak_nothing(service):
+    pid = service.process.pid
+    baseline = open_fds(pid)
+    for round_ in range(4):
+        sockets = []
+        for n in range(500):
+            sock = socket.create_connection(("127.0.0.1", service.port), timeout=10)
+            if n % 2:
+                sock.sendall(b"POST /v1/streams?stream_id=dropped HTTP/1.1\r\nhost: x\r\n"
+                             b"content-length: 100000\r\n\r\ndata: ")
+            sockets.append(sock)
+        for sock in sockets:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+            sock.close()  # a reset, half of them mid-upload
+    answer = httpx.post(f"{service.url}/v1/streams", params={"stream_id": "after"},
+                        content=b"data: [DONE]\n\n", headers=INGEST, timeout=30)
+    assert answer.status_code == 201
+    deadline = time.monotonic() + 20
+    while open_fds(pid) > baseline + 5 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert open_fds(pid) <= baseline + 5, "descriptors leaked"
+    assert [v["stream_id"] for v in rows(service)] == ["after"]
+    assert "Traceback" not in service.log()
