@@ -28,7 +28,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,7 @@ import psycopg
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from loadtests.localhost import free_port  # noqa: E402
 from loadtests.streams import DIALECTS, complete_stream  # noqa: E402
 
 TOKEN = "bench-secret-token"
@@ -81,11 +81,6 @@ function done(summary, latency, requests)
 end
 """.replace("TOKEN", TOKEN)
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Server:

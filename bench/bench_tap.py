@@ -26,7 +26,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,6 +36,10 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from loadtests.localhost import free_port  # noqa: E402
+
 TOKEN = "bench-tap-secret"
 READ_TOKEN = "bench-tap-read"
 BODY = {"model": "mock-model", "stream": True, "stream_options": {"include_usage": True},
@@ -49,11 +52,6 @@ wrk.headers["user-agent"] = "bench-wrk/1"
 wrk.body = [[%s]]
 """
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def start(command: list[str], log: Path, ready: str, env: dict | None = None):

@@ -19,7 +19,6 @@ import os
 import random
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -70,11 +69,6 @@ MODELS = {"chat": ("gpt-4o-2024-08-06", "gpt-4o-mini"),
 REQUESTED = {"chat": "gpt-4o", "responses": "gpt-5-mini", "anthropic": "claude-sonnet-4-5",
              "gemini": "gemini-2.5-pro"}
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def activity(moment: datetime) -> float:

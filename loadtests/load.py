@@ -19,7 +19,6 @@ import argparse
 import csv
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,15 +27,11 @@ import uuid
 from pathlib import Path
 
 import httpx
+from loadtests.localhost import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 ADMIN_DSN = "host=127.0.0.1 port=5432 dbname=postgres user=postgres"
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Service:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
+
+from .localhost import free_port
 
 
 class PostgresToolsMissing(RuntimeError):
@@ -31,9 +32,7 @@ class ThrowawayPostgres:
         self.bin = postgres_bin()
         self.root = Path(tempfile.mkdtemp(prefix="fastsse-pg-"))
         self.data = self.root / "data"
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        self.port = free_port()
         self.url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
         self.dsn = f"host=127.0.0.1 port={self.port} dbname=postgres user=postgres"
         # PostgreSQL refuses to run as root: run it as the postgres user when we are root.

@@ -79,7 +79,7 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False,
     app = FastAPI(title="fastsse ingestion service", description=DESCRIPTION, version=fastsse.__version__,
                   lifespan=lifespan)
     app.state.settings = settings
-    app.state.inflight_posts = 0  # admission control (api/routes/streams.py)
+    app.state.inflight_posts = {"bearer": 0, "signed": 0}  # admission (api/routes/streams.py)
     app.state.ingest_credentials = ingest
     app.state.read_credentials = read
     if ingest_fast_path:

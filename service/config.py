@@ -16,7 +16,9 @@ from .judging import UNKNOWN_TOOL
 # made-up tool names cannot multiply the series a Prometheus server has to keep.
 DEFAULT_METRICS_TOOLS = (
     "aider,amp,claude-code,cline,codex,continue,copilot,crush,cursor,gemini-cli,goose,"
-    "kilo-code,kimi-cli,opencode,openhands,qwen-code,roo-code,windsurf,zed"
+    "kilo-code,kimi-cli,opencode,openhands,qwen-code,roo-code,windsurf,zed,"
+    # the official SDKs, as the tap tells them from their User-Agent
+    "anthropic-node,anthropic-python,google-genai,openai-node,openai-python"
 )
 
 

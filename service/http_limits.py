@@ -20,10 +20,32 @@ class _HeadTooLarge(Exception):
 
 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
+    # Between a message's first byte and the end of its headers.  httptools keeps a header it
+    # has not finished in a buffer of its own, which on_header never sees: so the bytes that
+    # arrive while the head is incomplete are counted as they come, too.
+    _in_head = True
+    _head_bytes = 0
+    _head_arrived = 0
+    _refusal: str | None = None
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._in_head and self._refusal is None and not self.transport.is_closing():
+            self._head_arrived += len(data)
+            if self._head_arrived > MAX_HEAD_BYTES:
+                self._refusal = f"the request head is larger than {MAX_HEAD_BYTES} bytes"
+                self.send_400_response("")
+
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        self._in_head = True
         self._head_bytes = 0
-        self._refusal: str | None = None
+        self._refusal = None
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._head_arrived = 0
+        super().on_headers_complete()
 
     def _count(self, size: int) -> None:
         self._head_bytes += size

@@ -201,6 +201,7 @@ class UploadClock:
     def __init__(self, idle: float, total: float) -> None:
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
+        self._cancelling = getattr(self._task, "cancelling", lambda: 0)
         self._idle = idle
         self._reason: str | None = None
         self._total_timer = self._loop.call_later(
@@ -222,8 +223,11 @@ class UploadClock:
         self._idle_timer = self._arm_idle()
 
     def expired(self) -> str | None:
-        """Why the upload timed out (the cancellation is then handled), or None."""
-        if self._reason is not None and hasattr(self._task, "uncancel"):
+        """Why the upload timed out (its cancellation is then handled), or None, also when
+        the task was cancelled from outside as well (a shutdown): that one goes on."""
+        if self._reason is None or self._cancelling() > 1:
+            return None
+        if hasattr(self._task, "uncancel"):
             self._task.uncancel()  # Python 3.11+
         return self._reason
 

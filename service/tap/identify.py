@@ -52,15 +52,18 @@ class Generation:
     model: str | None
 
 
-def generation(method: str, path: str, body: bytes) -> Generation | None:
+def generation(method: str, path: str, body: bytes, query: bytes = b"") -> Generation | None:
     """The generation a request asks for, or None for anything else (model lists, token
-    counts, probes), which the tap passes through without a verdict."""
+    counts, probes), which the tap passes through without a verdict.  Gemini streams SSE only
+    with ``alt=sse``; without it, ``streamGenerateContent`` answers one JSON array, which is
+    not a stream fastsse judges."""
     if method != "POST":
         return None
     path = path.rstrip("/")
     gemini = _GEMINI.search(path)
     if gemini:
-        return Generation("gemini", gemini["method"] == "streamGenerateContent",
+        sse = b"alt=sse" in query.split(b"&")
+        return Generation("gemini", gemini["method"] == "streamGenerateContent" and sse,
                           model_name(gemini["model"]))
     for suffix, protocol in _ENDPOINTS:
         if path.endswith(suffix):
@@ -133,7 +136,10 @@ class RequestTracker:
         return Attempt(request_id, 1)
 
 
-def credential(headers: dict[str, str]) -> str:
-    """What tells one caller from another (two users asking the same thing are not retries)."""
-    return "\0".join(headers.get(name, "") for name in ("authorization", "x-api-key",
-                                                        "x-goog-api-key"))
+def credential(headers: dict[str, str], query: bytes = b"") -> str:
+    """What tells one caller from another (two users asking the same thing are not retries):
+    the API key, wherever the client put it (Gemini's may be the ``key`` query parameter)."""
+    keys = [part for part in query.split(b"&") if part.startswith(b"key=")]
+    return "\0".join([*(headers.get(name, "") for name in ("authorization", "x-api-key",
+                                                           "x-goog-api-key")),
+                       *(key.decode("latin-1") for key in keys)])

@@ -30,8 +30,8 @@ from .spool import Poster, Spool
 log = logging.getLogger("service.tap")
 
 # RFC 9110 §7.6.1: these describe one connection, never forwarded.  Host is the upstream's.
-HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding",
-                        "te", "trailer", "upgrade", "host"})
+HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding",
+                        b"te", b"trailer", b"upgrade", b"host"})
 _DECODABLE = {"gzip", "x-gzip", "deflate"}
 
 
@@ -99,7 +99,8 @@ class Tap:
         limits = httpx.Limits(max_connections=self.settings.max_upstream_connections,
                               max_keepalive_connections=100)
         timeout = httpx.Timeout(connect=self.settings.connect_timeout_seconds,
-                                read=self.settings.idle_timeout_seconds, write=60.0, pool=None)
+                                read=self.settings.idle_timeout_seconds, write=60.0,
+                                pool=self.settings.connect_timeout_seconds)
         self._client = httpx.AsyncClient(limits=limits, timeout=timeout, follow_redirects=False,
                                          transport=self._upstream_transport, trust_env=False)
         for name in ("accept", "accept-encoding", "user-agent"):  # httpx's own: only the
@@ -151,26 +152,58 @@ class Tap:
             await _plain(send, 413, "the request body is larger than the tap's "
                                     f"TAP_MAX_REQUEST_BYTES ({self.settings.max_request_bytes})")
             return
-        headers = [(k.decode("latin-1").lower(), v.decode("latin-1"))
-                   for k, v in scope["headers"]]
-        named = dict(headers)
-        path = scope["path"]
-        asked = generation(scope["method"], path, body)
+        # Headers travel as the bytes they are (names lowercased by the server): a value
+        # outside ASCII passes through unchanged, never re-encoded.
+        raw_headers = scope["headers"]
+        named = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw_headers}
+        path, query = scope["path"], scope.get("query_string") or b""
+        asked = generation(scope["method"], path, body, query)
         request = self._client.build_request(scope["method"], self._upstream_url(scope),
-                                             headers=_forwarded(headers), content=body)
+                                             headers=_forwarded(raw_headers, request=True),
+                                             content=body)
+        response = await self._send_unless_hung_up(request, receive, send)
+        if response is None:
+            return
         try:
-            response = await self._client.send(request, stream=True)
+            await self._answer(scope, receive, send, body, named, asked, response)
+        finally:
+            await response.aclose()  # the connection goes back to the pool, whatever happened
+
+    async def _send_unless_hung_up(self, request, receive, send) -> httpx.Response | None:
+        """The upstream's response (its head); None when it could not be had or the client
+        hung up first (a non-streamed answer's head comes when it is all generated: the
+        upstream request is cancelled rather than left to finish for nobody)."""
+        sending = asyncio.ensure_future(self._client.send(request, stream=True))
+        gone = asyncio.ensure_future(_disconnected(receive))
+        try:
+            await asyncio.wait((sending, gone), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            if not sending.done():
+                sending.cancel()
+        if not sending.done() or sending.cancelled():
+            await asyncio.gather(sending, return_exceptions=True)
+            return None
+        try:
+            return sending.result()
+        except httpx.PoolTimeout:
+            log.warning("all %d upstream connections busy", self.settings.max_upstream_connections)
+            await _plain(send, 503, "the tap's upstream connections are all busy "
+                                    "(TAP_MAX_UPSTREAM_CONNECTIONS); retry later")
         except httpx.HTTPError as exc:
             log.warning("upstream %s unreachable: %s", self.upstream, type(exc).__name__)
             await _plain(send, 502, f"the tap could not reach its upstream ({type(exc).__name__})")
-            return
+        return None
+
+    async def _answer(self, scope, receive, send, body: bytes, named: dict, asked,
+                      response: httpx.Response) -> None:
+        path, query = scope["path"], scope.get("query_string") or b""
         if asked is None or not (asked.streamed or _is_event_stream(response)):
             outcome = await self._relay(response, receive, send)
             if outcome not in ("eof", None):
                 raise UpstreamBroke(outcome)
             return
-        attempt = self.tracker.attempt(scope["method"], path, body, credential(named))
-        del body  # nothing of the request is kept beyond this point
+        attempt = self.tracker.attempt(scope["method"], path, body, credential(named, query))
         capture = Capture(response.headers.get("content-encoding", ""),
                           self.settings.max_capture_bytes)
         outcome = await self._relay(response, receive, send, capture, asked.protocol)
@@ -230,9 +263,7 @@ class Tap:
         (a transport of fastsse.TRANSPORTS), or None when the client hung up first (unless
         what it had been sent was already a complete stream: then "eof")."""
         await send({"type": "http.response.start", "status": response.status_code,
-                    "headers": [(k.encode("latin-1"), v.encode("latin-1"))
-                                for k, v in response.headers.multi_items()
-                                if k.lower() not in HOP_BY_HOP]})
+                    "headers": _forwarded(response.headers.raw)})
         # A client that hangs up is noticed at once (not at the upstream's next byte, which
         # may be minutes away): the watcher cancels this task, which then tells it from any
         # other cancellation by `hung_up`.  One watcher per answer, nothing per chunk.
@@ -298,13 +329,17 @@ async def _plain(send, status: int, detail: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def _forwarded(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The request's headers as the upstream gets them: all but the hop-by-hop ones (and
-    those the Connection header names).  httpx sets the upstream's Host and the length."""
-    named = {token.strip().lower() for name, value in headers if name == "connection"
-             for token in value.split(",")}
+def _forwarded(headers: list[tuple[bytes, bytes]], *, request: bool = False
+               ) -> list[tuple[bytes, bytes]]:
+    """Headers as the next hop gets them, as bytes: all but the hop-by-hop ones (and those the
+    Connection header names).  A request's length is left to httpx, which sends the body it
+    was given; an answer's is kept (its body is relayed byte for byte, so it still holds, and
+    a body cut short of it shows the client the cut)."""
+    named = {token.strip().lower() for name, value in headers if name.lower() == b"connection"
+             for token in value.split(b",")}
     return [(name, value) for name, value in headers
-            if name not in HOP_BY_HOP and name not in named and name != "content-length"]
+            if (low := name.lower()) not in HOP_BY_HOP and low not in named
+            and not (request and low == b"content-length")]
 
 
 def _is_event_stream(response: httpx.Response) -> bool:

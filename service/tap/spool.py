@@ -27,7 +27,12 @@ log = logging.getLogger("service.tap")
 
 SUFFIX = ".stream"
 # Answers that will never change if the same post is sent again: the file is set aside.
-_REJECTED = {400, 404, 405, 409, 413, 415, 422}
+# (404 and 405 say the tap's TAP_INGEST is wrong, not the capture: kept and retried, as for a
+# refused token.)
+_REJECTED = {400, 409, 413, 415, 422}
+_MISCONFIGURED = {401, 403, 404, 405}
+# What is set aside is kept for a look, within a tenth of the spool's bound (oldest dropped).
+REJECTED_SHARE = 0.1
 _BACKOFF_START, _BACKOFF_CAP = 0.5, 30.0
 
 
@@ -48,6 +53,7 @@ class Spool:
         self.rejected_dir = Path(directory) / "rejected"
         for path in (Path(directory), self.pending_dir, self.rejected_dir):
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(path, 0o700)  # also when it was there before: the files hold payload
         self.max_bytes = max_bytes
         self.dropped = 0
         self._lock = threading.Lock()
@@ -101,8 +107,20 @@ class Spool:
             self.used_bytes -= size
 
     def reject(self, name: str) -> None:
-        """Set aside a capture the service refused for good (still counted in the bound)."""
+        """Set aside a capture the service refused for good.  The set-aside files are counted
+        in the bound and kept within a tenth of it, the oldest deleted first, so that a run of
+        refusals never fills the spool."""
         os.replace(self.pending_dir / name, self.rejected_dir / name)
+        kept = sorted(self.rejected_dir.glob("*" + SUFFIX))
+        sizes = [path.stat().st_size for path in kept]
+        total, allowed = sum(sizes), self.max_bytes * REJECTED_SHARE
+        for path, size in zip(kept, sizes):
+            if total <= allowed:
+                break
+            path.unlink(missing_ok=True)
+            total -= size
+            with self._lock:
+                self.used_bytes -= size
 
     def rejected(self) -> list[str]:
         return sorted(p.name for p in self.rejected_dir.glob("*" + SUFFIX))
@@ -206,9 +224,9 @@ class Poster:
             log.error("the verdict service refused stream %s for good (%d: %s); kept in %s",
                       params["stream_id"], status, detail, self.spool.rejected_dir)
             return None
-        if status in (401, 403):
-            log.error("the verdict service refuses the tap's token (%d: %s); streams stay "
-                      "spooled until it is fixed", status, detail)
+        if status in _MISCONFIGURED:
+            log.error("the verdict service refuses the tap's posts (%d: %s): check TAP_INGEST "
+                      "and the token; streams stay spooled until it is fixed", status, detail)
             return _BACKOFF_CAP
         log.warning("the verdict service answered %d (%s); %s stays spooled", status, detail,
                     params["stream_id"])

@@ -226,7 +226,8 @@ max_steps_per_turn = 3
 CLIENTS = (
     Codex("codex", BY_NAME["codex"], "responses", "codex"),
     ClaudeCode("claude-code", BY_NAME["claude-code"], "anthropic", "claude-code"),
-    # kimi-cli sends only its SDK's User-Agent (AsyncOpenAI/Python): TAP_TOOL labels it.
+    # kimi-cli sends only its SDK's User-Agent (AsyncOpenAI/Python); a deployment that wants
+    # it named sets TAP_TOOL (the matrix's tap does not, to show what the tap tells alone).
     KimiCli("kimi-cli", BY_NAME["kimi-cli"], "chat", "openai-python"),
     SdkApp("openai-python (chat)", BY_NAME["openai-python"], "chat", "openai-python"),
     SdkApp("openai-python (responses)", BY_NAME["openai-python"], "responses",

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import socket
 import sqlite3
 
 from loadtests import demo
+from loadtests.localhost import free_port
 
 
 def test_the_demo_fills_a_dashboard(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    assert demo.main(["--port", str(port), "--days", "2", "--streams", "300",
+    assert demo.main(["--port", str(free_port()), "--days", "2", "--streams", "300",
                       "--trickle", "0"]) == 0
     connection = sqlite3.connect(tmp_path / "fastsse-demo.sqlite3")
     tools, chains, failed, gateways = connection.execute(

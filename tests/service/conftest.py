@@ -20,6 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from loadtests.localhost import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 POSTGRES_ADMIN = os.environ.get("POSTGRES_ADMIN_DSN",
                                 "host=127.0.0.1 port=5432 dbname=postgres user=postgres")
@@ -174,9 +176,7 @@ class ServiceProcess:
 
     def __init__(self, tmp_path: Path, env: dict, *, workers: int = 1,
                  command: list[str] | None = None, cwd: Path = REPO) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = tmp_path / f"service-{self.port}.log"
         self._log = open(self.log_path, "wb")

@@ -63,6 +63,29 @@ def test_past_the_inflight_limit_a_post_is_refused_at_once_and_the_rest_go_on(se
     assert stored_ids(server) == {"held-0", "held-1", "after"}
 
 
+def test_unverified_signed_posts_cannot_take_the_slots_of_authenticated_gateways(serve):
+    # Anyone can send webhook headers; the signature is checked once the body is in.
+    server = serve(max_inflight_posts=4)
+    body = chat_stream(text="signed or not")
+    held = []
+    for n in range(3):
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+        sock.sendall(f"POST /v1/streams?stream_id=forged-{n} HTTP/1.1\r\nhost: x\r\n"
+                     f"webhook-id: msg{n}\r\nwebhook-timestamp: {int(time.time())}\r\n"
+                     f"webhook-signature: v1,AAAA\r\ncontent-length: {len(body)}\r\n\r\n"
+                     .encode() + body[:5])
+        held.append(sock)
+    time.sleep(0.3)
+    statuses = [answer_of(sock)[0] for sock in held[1:]]  # one slot for signed posts: 4 // 4
+    assert statuses == [503, 503]
+    assert post(server, "authenticated", body).status_code == 201
+    held[0].sendall(body[5:])
+    assert answer_of(held[0])[0] == 401  # the forged signature, once the body was in
+    for sock in held:
+        sock.close()
+    assert stored_ids(server) == {"authenticated"}
+
+
 def test_an_upload_that_stops_sending_gets_a_408_and_stores_nothing(serve):
     server = serve(upload_idle_timeout_seconds=0.5)
     body = chat_stream(text="a stalled upload")

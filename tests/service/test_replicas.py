@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -21,14 +20,10 @@ import pytest
 
 from .conftest import INGEST, READ, REPO, metric_total
 from .streams import chat_stream
+from loadtests.localhost import free_port
 
 REQUIRE_HAPROXY = os.environ.get("FASTSSE_REQUIRE_HAPROXY") == "1"
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ from service.tap.spool import Spool
 from tests.loadtests.mock_helpers import CASES, STALL_SECONDS, Mock, generation, request, stream_path
 
 from .conftest import INGEST_SECRET, READ, REPO, TOKENS, ThreadServer
+from loadtests.localhost import free_port
 
 CANARY = "CANARY-tap-7f3a1c-never-stored"
 MODEL = {"gemini": "gemini-2.5-flash"}  # from the path; the others from the body
@@ -64,14 +65,14 @@ class Taps:
     def __init__(self, tmp_path, mock) -> None:
         self.tmp_path, self.mock, self.running = tmp_path, mock, []
 
-    def start(self, ingest: str, **settings):
+    def start(self, ingest: str, upstream_transport=None, **settings):
         from service.config import TapSettings
         from service.tap import Tap
 
         values = {"upstream": f"http://127.0.0.1:{self.mock.port}", "ingest": ingest,
                   "ingest_token": INGEST_SECRET, "spool_dir": self.tmp_path / "spool",
                   "shutdown_grace_seconds": 0.5, **settings}
-        tap = Tap(TapSettings(**values))
+        tap = Tap(TapSettings(**values), upstream_transport=upstream_transport)
         server = ThreadServer(tap).__enter__()
         server.tap = tap
         self.running.append(server)
@@ -104,11 +105,6 @@ def wait_for(service_url: str, count: int, timeout: float = 30, **filters) -> li
             return sorted(found, key=lambda v: v["id"])
         time.sleep(0.05)
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def through(tap, dialect: str, fault: str = "F0", *, agent: str = "tap-test/1",
@@ -261,6 +257,25 @@ def test_hop_by_hop_headers_stay_on_their_hop(mock, service, taps):
     assert entry["host"] == f"127.0.0.1:{mock.port}"
 
 
+def test_header_bytes_pass_through_as_they_are_both_ways(service, taps):
+    seen = {}
+
+    def upstream(request: httpx.Request) -> httpx.Response:
+        seen.update(request.headers.raw)
+        return httpx.Response(200, headers=[(b"content-type", b"application/json"),
+                                            (b"x-name", "Zoë €".encode()),
+                                            (b"connection", b"x-private"),
+                                            (b"x-private", b"hop")],
+                              stream=httpx.ByteStream(b'{"ok": true}'))
+
+    tap = taps.start(service.url, upstream_transport=httpx.MockTransport(upstream))
+    got = request(tap.port, "GET", "/v1/models", headers={"x-note": "café"})  # sent as UTF-8
+    assert got["status"] == 200 and got["body"] == b'{"ok": true}'
+    assert seen[b"x-note"] == "café".encode()
+    assert got["headers"]["x-name"] == "Zoë €".encode().decode("latin-1").lower()  # the helper lowercases
+    assert "x-private" not in got["headers"]  # named by the upstream's Connection header
+
+
 # ---------------------------------------------------------------------------------------------
 # the spool: a dead service, a restart, the bound, refusals
 # ---------------------------------------------------------------------------------------------
@@ -330,6 +345,18 @@ def test_the_spool_bound_counts_every_byte_kept(tmp_path):
     assert Spool(tmp_path, max_bytes=1000).used_bytes == spool.used_bytes  # recounted at start
     (spool.pending_dir / "cut-short.stream.tmp").write_bytes(b"half")
     assert not (Spool(tmp_path, 1000).pending_dir / "cut-short.stream.tmp").exists()
+
+
+def test_set_aside_captures_are_kept_within_a_tenth_of_the_bound(tmp_path):
+    spool = Spool(tmp_path, max_bytes=10_000)
+    for n in range(8):
+        spool.reject(spool.put({"stream_id": f"r{n}"}, b"x" * 300).name)
+    kept = spool.rejected()
+    assert 1 <= len(kept) <= 3 and kept[-1].endswith("-r7.stream"), kept  # the newest
+    assert spool.used_bytes == sum((spool.rejected_dir / k).stat().st_size for k in kept)
+    (tmp_path / "pending").chmod(0o755)
+    Spool(tmp_path, 10_000)
+    assert (tmp_path / "pending").stat().st_mode & 0o777 == 0o700
 
 
 def test_a_capture_the_service_refuses_for_good_is_set_aside_not_retried(service, taps):

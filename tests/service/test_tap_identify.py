@@ -15,13 +15,16 @@ def body(**fields) -> bytes:
 
 
 @pytest.mark.parametrize(("method", "path", "sent", "expected"), [
+    ("POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", b"{}",
+     ("gemini", True, "gemini-2.5-pro")),
     ("POST", "/v1/chat/completions", body(model="gpt-4o", stream=True), ("chat", True, "gpt-4o")),
     ("POST", "/F4/v1/chat/completions/", body(model="m"), ("chat", False, "m")),
     ("POST", "/openai/v1/responses", body(model="gpt-5", stream=True), ("responses", True, "gpt-5")),
     ("POST", "/v1/messages", body(model="claude-sonnet-4-5", stream=True),
      ("anthropic", True, "claude-sonnet-4-5")),
+    # Without alt=sse Gemini answers one JSON array: not a stream to judge.
     ("POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent", b"{}",
-     ("gemini", True, "gemini-2.5-pro")),
+     ("gemini", False, "gemini-2.5-pro")),
     ("POST", "/v1beta/models/gemini-2.5-pro:generateContent", b"{}",
      ("gemini", False, "gemini-2.5-pro")),
     ("POST", "/v1/chat/completions", b"not json", ("chat", False, None)),
@@ -29,7 +32,8 @@ def body(**fields) -> bytes:
     ("POST", "/v1/chat/completions", body(model="x", stream="yes"), ("chat", False, "x")),
 ])
 def test_a_generation_is_told_by_its_path_and_body(method, path, sent, expected):
-    asked = generation(method, path, sent)
+    path, _, query = path.partition("?")
+    asked = generation(method, path, sent, query.encode())
     assert (asked.protocol, asked.streamed, asked.model) == expected
 
 
@@ -90,3 +94,4 @@ def test_a_repeated_request_is_the_next_attempt_within_the_window():
 def test_the_credential_tells_callers_apart_whatever_header_carries_it():
     assert credential({"authorization": "Bearer a"}) != credential({"authorization": "Bearer b"})
     assert credential({"x-api-key": "a"}) != credential({"x-goog-api-key": "a"})
+    assert credential({}, b"alt=sse&key=one") != credential({}, b"alt=sse&key=two")

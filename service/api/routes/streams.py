@@ -59,19 +59,25 @@ async def post_stream(request: Request) -> Response:
             status = 422
             return JSONResponse({"detail": exc.errors}, status_code=422)
         state = request.app.state
+        # A signed post is known to be a gateway's only once its body is in: such posts get
+        # slots of their own (a quarter as many), so that unverified ones, however many,
+        # never take the slots of the gateways that authenticated up front.
+        pool = "signed" if gateway.webhook is not None else "bearer"
         limit = state.settings.max_inflight_posts
-        if state.inflight_posts >= limit:
+        if pool == "signed":
+            limit = max(1, limit // 4)
+        if state.inflight_posts[pool] >= limit:
             answer = problem(503, f"overloaded: {limit} posts in progress (MAX_INFLIGHT_POSTS); "
                                   f"nothing stored, retry after {OVERLOAD_RETRY_AFTER_SECONDS} s",
                              {"Retry-After": OVERLOAD_RETRY_AFTER_SECONDS})
         else:
-            state.inflight_posts += 1
+            state.inflight_posts[pool] += 1
             try:
                 answer = await ingest(request.stream(), params, gateway,
                                       settings=state.settings, writer=state.writer,
                                       declared_length=request.headers.get("content-length"))
             finally:
-                state.inflight_posts -= 1
+                state.inflight_posts[pool] -= 1
         status = answer.status
         return Response(answer.body, status_code=status, headers=answer.headers,
                         media_type="application/json" if answer.body else None)
