@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, Query
+from pydantic import BeforeValidator
 
 from ..queries import RATE_DIMENSIONS, RollupFilter, Span
 from .deps import invalid_parameter
@@ -27,6 +28,20 @@ def parse_window(text: str) -> int:
     return seconds
 
 
+_ISO_DATE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}")
+
+
+def _iso_only(value):
+    """A time parameter is an ISO 8601 time, as documented (pydantic would also take a
+    number as Unix seconds, which the schema does not say)."""
+    if not isinstance(value, datetime) and not _ISO_DATE.match(str(value)):
+        raise ValueError("must be an ISO 8601 time, such as 2026-12-01T09:30:00Z")
+    return value
+
+
+IsoTime = Annotated[datetime, BeforeValidator(_iso_only)]
+
+
 def parse_by(text: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
     unknown = [name for name in names if name not in RATE_DIMENSIONS]
@@ -40,9 +55,9 @@ async def time_span(
     window: Annotated[str, Query(description="Seconds, or 15m / 1h / 7d (1 minute to 400 days): "
                                              "the span that ends now.",
                                  json_schema_extra={"pattern": r"^\d+[smhd]?$"})] = "3600",
-    since: Annotated[datetime | None, Query(description=(
+    since: Annotated[IsoTime | None, Query(description=(
         "ISO 8601 (no zone means UTC): the span starts here instead, at the minute."))] = None,
-    until: Annotated[datetime | None, Query(description=(
+    until: Annotated[IsoTime | None, Query(description=(
         "ISO 8601: with since, the span ends here (the minute excluded) instead of now."))] = None,
 ) -> Span:
     try:

@@ -146,7 +146,7 @@ class SeriesPoint(BaseModel):
 
 class Series(BaseModel):
     since: datetime
-    until: datetime | None
+    until: datetime | None = Field(None, description="The first minute not covered; absent: now.")
     bucket: int = Field(description="Seconds per bucket; buckets start at multiples of it "
                                     "since 1970-01-01 UTC.")
     by: str | None
@@ -171,7 +171,7 @@ class RetryGroup(BaseModel):
 class Retries(BaseModel):
     window: int
     since: datetime
-    until: datetime | None
+    until: datetime | None = Field(None, description="The first minute not covered; absent: now.")
     by: list[str]
     groups: list[RetryGroup]
 

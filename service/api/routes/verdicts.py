@@ -3,7 +3,6 @@ verdict by its id."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Query
@@ -11,6 +10,7 @@ from fastapi import APIRouter, HTTPException, Path, Query
 from ...ingest import IDENTIFIER_PATTERN
 from ...queries import BadCursor, VerdictFilter, get_verdict, list_verdicts
 from ..deps import ReadCaller, SessionDep, invalid_parameter
+from ..filters import IsoTime
 from ..schemas import Problem, VerdictOut, VerdictPage
 
 router = APIRouter(prefix="/v1/verdicts", tags=["read"])
@@ -30,8 +30,8 @@ def get_verdicts(
     request_id: Annotated[str | None, Query(max_length=128, pattern=IDENTIFIER_PATTERN)] = None,
     retry: Annotated[bool | None, Query(description=(
         "true: only attempts that followed an earlier one of their request."))] = None,
-    since: Annotated[datetime | None, Query(description="ISO 8601, by ended_at; inclusive.")] = None,
-    until: Annotated[datetime | None, Query(description="ISO 8601, by ended_at; exclusive.")] = None,
+    since: Annotated[IsoTime | None, Query(description="ISO 8601, by ended_at; inclusive.")] = None,
+    until: Annotated[IsoTime | None, Query(description="ISO 8601, by ended_at; exclusive.")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Annotated[str | None, Query(max_length=64, pattern=r"^[A-Za-z0-9_-]+$", description=(
         "next_cursor of the previous page (opaque)."))] = None,
