@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Annotated
 
 from fastapi import Depends, Query
-from pydantic import BeforeValidator
+from pydantic import AfterValidator, BeforeValidator
 
 from ..queries import RATE_DIMENSIONS, RollupFilter, Span
 from .deps import invalid_parameter
@@ -39,7 +39,17 @@ def _iso_only(value):
     return value
 
 
-IsoTime = Annotated[datetime, BeforeValidator(_iso_only)]
+def _in_utc(value: datetime) -> datetime:
+    """No zone means UTC; a time that has no UTC equivalent (year 1 at +00:01) is refused."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    try:
+        return value.astimezone(timezone.utc)
+    except OverflowError:
+        raise ValueError("is out of range once in UTC") from None
+
+
+IsoTime = Annotated[datetime, BeforeValidator(_iso_only), AfterValidator(_in_utc)]
 
 
 def parse_by(text: str) -> tuple[str, ...]:

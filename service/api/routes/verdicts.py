@@ -13,6 +13,8 @@ from ..deps import ReadCaller, SessionDep, invalid_parameter
 from ..filters import IsoTime
 from ..schemas import Problem, VerdictOut, VerdictPage
 
+BIGINT_MAX = 2**63 - 1  # the ids are BIGINT: a larger one is a 422, not a database error
+
 router = APIRouter(prefix="/v1/verdicts", tags=["read"])
 
 
@@ -50,7 +52,7 @@ def get_verdicts(
 @router.get("/{verdict_id}", response_model=VerdictOut, summary="One stored verdict",
             responses={401: {"model": Problem}, 404: {"model": Problem}})
 def get_one_verdict(_team: ReadCaller, session: SessionDep,
-                    verdict_id: Annotated[int, Path(ge=1)]) -> VerdictOut:
+                    verdict_id: Annotated[int, Path(ge=1, le=BIGINT_MAX)]) -> VerdictOut:
     row = get_verdict(session, verdict_id)
     if row is None:
         raise HTTPException(404, f"no verdict has the id {verdict_id}")
