@@ -41,7 +41,7 @@ import psycopg
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from loadtests.localhost import free_port  # noqa: E402
+from loadtests.localhost import free_port, wait_until_answering  # noqa: E402
 from loadtests.streams import DIALECTS, complete_stream  # noqa: E402
 
 TOKEN = "bench-secret-token"
@@ -94,17 +94,9 @@ class Server:
         self.process = subprocess.Popen(
             [*command, "--port", str(self.port)], cwd=REPO, stdout=self._log,
             stderr=subprocess.STDOUT, env={**os.environ, **env}, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise SystemExit(f"{command} did not start:\n{log.read_text()}")
-            time.sleep(0.1)
+        if not wait_until_answering(f"{self.url}/healthz", self.process):
+            self.stop()
+            raise SystemExit(f"{command} did not start:\n{log.read_text()}")
 
     def worker_pids(self) -> list[int]:
         children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")

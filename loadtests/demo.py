@@ -29,6 +29,7 @@ from pathlib import Path
 
 import httpx
 
+from .localhost import wait_until_answering
 from .streams import answer_text, reasoning_text, wire
 
 REPO = Path(__file__).resolve().parents[1]
@@ -195,17 +196,9 @@ def main(argv: list[str] | None = None) -> int:
                                 str(args.port)], env=env, cwd=os.getcwd())
     base_url = f"http://127.0.0.1:{args.port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base_url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if service.poll() is not None or time.monotonic() > deadline:
-                print("the service did not start", file=sys.stderr)
-                return 1
-            time.sleep(0.2)
+        if not wait_until_answering(f"{base_url}/readyz", service, interval=0.2):
+            print("the service did not start", file=sys.stderr)
+            return 1
         demo = Demo(base_url, tokens, args.seed)
         print(f"posting {args.streams} requests over the past {args.days:g} days ...")
         demo.backfill(args.days, args.streams)

@@ -27,7 +27,7 @@ import uuid
 from pathlib import Path
 
 import httpx
-from loadtests.localhost import free_port
+from loadtests.localhost import free_port, wait_until_answering
 
 REPO = Path(__file__).resolve().parents[1]
 ADMIN_DSN = "host=127.0.0.1 port=5432 dbname=postgres user=postgres"
@@ -61,17 +61,9 @@ class Service:
             env={**os.environ, "DATABASE_URL": url, "RETENTION_DAYS": "0",
                  "INGEST_TOKENS": f"load:{self.ingest_token}",
                  "READ_TOKENS": f"load:{self.read_token}", **(env or {})})
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise SystemExit(f"the service did not start (see {log_dir / 'service.log'})")
-            time.sleep(0.2)
+        if not wait_until_answering(f"{self.url}/readyz", self.process, interval=0.2):
+            self.stop()
+            raise SystemExit(f"the service did not start (see {log_dir / 'service.log'})")
 
     def stop(self) -> None:
         if self.process.poll() is None:

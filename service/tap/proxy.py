@@ -92,6 +92,10 @@ class Tap:
         self._upstream_transport = upstream_transport
         self._client: httpx.AsyncClient | None = None
         self._spooling: set[asyncio.Task] = set()
+        # Captures reach the spool, and so the poster, in the order their streams ended: a
+        # retry is posted after the attempt before it. asyncio.Lock serves waiters first come,
+        # first served, and the tasks are created in that order.
+        self._spool_order = asyncio.Lock()
         self.hung_up = 0
 
     # -- lifespan -------------------------------------------------------------------------
@@ -308,16 +312,17 @@ class Tap:
         return outcome
 
     async def _spool(self, params: dict, body: bytes) -> None:
-        try:
-            spooled = await asyncio.to_thread(self.spool.put, params, body)
-        except OSError as exc:
-            log.error("stream %s not spooled: %s", params["stream_id"], exc)
-            return
-        if spooled is None:
-            log.warning("spool full (SPOOL_MAX_BYTES %d): stream %s dropped, %d so far",
-                        self.spool.max_bytes, params["stream_id"], self.spool.dropped)
-            return
-        self.poster.submit(spooled)
+        async with self._spool_order:
+            try:
+                spooled = await asyncio.to_thread(self.spool.put, params, body)
+            except OSError as exc:
+                log.error("stream %s not spooled: %s", params["stream_id"], exc)
+                return
+            if spooled is None:
+                log.warning("spool full (SPOOL_MAX_BYTES %d): stream %s dropped, %d so far",
+                            self.spool.max_bytes, params["stream_id"], self.spool.dropped)
+                return
+            self.poster.submit(spooled)
 
 
 async def _plain(send, status: int, detail: str) -> None:

@@ -137,8 +137,12 @@ def test_keep_alive_serves_one_request_after_another(mock):
            % (len(body), body))
     sock.sendall(one + one)
     reply = b""
-    while reply.count(b"0\r\n\r\n") < 2 or b"message_stop" not in reply.rsplit(b"HTTP/1.1", 1)[1]:
-        reply += sock.recv(65536)
+    # Read until the second answer has begun and ended (its status line, its last chunk).
+    while (reply.count(b"HTTP/1.1 ") < 2 or b"message_stop" not in reply.rsplit(b"HTTP/1.1", 1)[1]
+           or not reply.endswith(b"0\r\n\r\n")):
+        piece = sock.recv(65536)
+        assert piece, f"the connection closed after {reply.count(b'HTTP/1.1 ')} answer(s)"
+        reply += piece
     sock.close()
     assert reply.count(b"HTTP/1.1 200 OK") == 2
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from loadtests.localhost import free_port
+from loadtests.localhost import free_port, wait_until_answering
 
 REPO = Path(__file__).resolve().parents[2]
 POSTGRES_ADMIN = os.environ.get("POSTGRES_ADMIN_DSN",
@@ -187,17 +187,9 @@ class ServiceProcess:
             [*command, "serve", "--port", str(self.port), "--workers", str(workers)],
             cwd=cwd, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the service did not start:\n{self.log()}")
-            time.sleep(0.1)
+        if not wait_until_answering(f"{self.url}/healthz", self.process):
+            self.stop()
+            raise RuntimeError(f"the service did not start:\n{self.log()}")
 
     def log(self) -> str:
         if not self._log.closed:

@@ -20,7 +20,7 @@ import pytest
 
 from .conftest import INGEST, READ, REPO, metric_total
 from .streams import chat_stream
-from loadtests.localhost import free_port
+from loadtests.localhost import free_port, wait_until_answering
 
 REQUIRE_HAPROXY = os.environ.get("FASTSSE_REQUIRE_HAPROXY") == "1"
 
@@ -47,16 +47,9 @@ def replicas(service_process, postgres_url, tmp_path):
     balancer = subprocess.Popen(["haproxy", "-db", "-f", str(tmp_path / "haproxy.cfg")],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert balancer.poll() is None and time.monotonic() < deadline, \
-            balancer.stderr.read().decode()
-        time.sleep(0.1)
+    if not wait_until_answering(f"{url}/readyz", balancer, timeout=20):
+        balancer.kill()
+        pytest.fail(f"HAProxy did not answer: {balancer.communicate()[1].decode()}")
     yield url, started
     balancer.terminate()
     balancer.wait(10)

@@ -7,6 +7,7 @@ reaches the client; the spool keeps what it could not post, across restarts, wit
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import hashlib
 import json
@@ -22,8 +23,9 @@ import httpx
 import pytest
 
 from loadtests.streams import EXPECTED_OVER_HTTP
-from service.tap.proxy import Capture
-from service.tap.spool import Spool
+from service.config import TapSettings
+from service.tap.proxy import Capture, Tap
+from service.tap.spool import Spool, Spooled
 from tests.loadtests.mock_helpers import CASES, STALL_SECONDS, Mock, generation, request, stream_path
 
 from .conftest import INGEST_SECRET, READ, REPO, TOKENS, ThreadServer
@@ -105,6 +107,10 @@ def wait_for(service_url: str, count: int, timeout: float = 30, **filters) -> li
             return sorted(found, key=lambda v: v["id"])
         time.sleep(0.05)
 
+
+def spooled(directory) -> list:
+    """The captures waiting in a spool directory (a ``.tmp`` being renamed is not one yet)."""
+    return sorted(directory.glob("*.stream"))
 
 
 def through(tap, dialect: str, fault: str = "F0", *, agent: str = "tap-test/1",
@@ -212,6 +218,28 @@ def test_a_retry_of_the_same_request_is_its_next_attempt(service, taps):
     assert a["request_id"] != b["request_id"] and a["attempt"] == b["attempt"] == 1
 
 
+def test_captures_reach_the_poster_in_the_order_their_streams_ended(tmp_path):
+    """A slow spool write of a first attempt must not let its retry be posted before it."""
+    tap = Tap(TapSettings(upstream="http://127.0.0.1:9", spool_dir=tmp_path))
+    submitted = []
+    tap.poster.submit = lambda spooled: submitted.append(spooled.name)
+
+    def put(params, body):
+        time.sleep(0.3 if params["attempt"] == "1" else 0)
+        return Spooled(params["stream_id"], params["request_id"])
+
+    tap.spool.put = put
+
+    async def two_attempts():
+        for attempt in ("1", "2"):
+            params = {"stream_id": f"attempt-{attempt}", "request_id": "r", "attempt": attempt}
+            tap._spooling.add(asyncio.create_task(tap._spool(params, b"")))
+        await asyncio.gather(*tap._spooling)
+
+    asyncio.run(two_attempts())
+    assert submitted == ["attempt-1", "attempt-2"]
+
+
 def test_requests_that_are_no_stream_pass_through_unjudged(mock, service, taps):
     tap = taps.start(service.url)
     whole = through(tap, "chat", "F0", agent="whole/1", body=generation("chat", stream=False))
@@ -291,10 +319,10 @@ def test_a_dead_service_never_reaches_the_client_and_gets_every_verdict_when_bac
     spooled_at = time.time()
     pending = tap.tap.spool.pending_dir
     deadline = time.monotonic() + 10
-    while len(list(pending.iterdir())) < 2 and time.monotonic() < deadline:
+    while len(spooled(pending)) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert len(list(pending.iterdir())) == 2
-    for path in pending.iterdir():
+    assert len(spooled(pending)) == 2
+    for path in pending.glob("*.stream"):
         assert path.stat().st_mode & 0o777 == 0o600
     time.sleep(1)  # the posters are backing off now
     with ThreadServer(service_app(database_url), port=port) as service:
@@ -305,9 +333,9 @@ def test_a_dead_service_never_reaches_the_client_and_gets_every_verdict_when_bac
         assert all(time.mktime(time.strptime(v["ended_at"][:19], "%Y-%m-%dT%H:%M:%S"))
                    - time.timezone <= spooled_at for v in stored)
         deadline = time.monotonic() + 10
-        while list(pending.iterdir()) and time.monotonic() < deadline:
+        while spooled(pending) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert list(pending.iterdir()) == [], "acknowledged captures must leave the spool"
+        assert spooled(pending) == [], "acknowledged captures must leave the spool"
 
 
 def test_what_is_spooled_at_stop_is_posted_by_the_next_start(service, taps):
@@ -315,7 +343,7 @@ def test_what_is_spooled_at_stop_is_posted_by_the_next_start(service, taps):
     through(down, "gemini", "F5", agent="across-restart/1")
     through(down, "gemini", "F0", agent="across-restart/1")
     taps.stop(down)
-    waiting = list(down.tap.spool.pending_dir.iterdir())
+    waiting = spooled(down.tap.spool.pending_dir)
     assert len(waiting) == 2
     taps.start(service.url)  # the same spool directory
     stored = wait_for(service.url, 2, tool="across-restart")
@@ -331,7 +359,7 @@ def test_a_full_spool_drops_new_captures_and_the_client_never_notices(taps, mock
     while tap.tap.spool.dropped < 1 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert tap.tap.spool.dropped == 1
-    assert list(tap.tap.spool.pending_dir.iterdir()) == []
+    assert spooled(tap.tap.spool.pending_dir) == []
 
 
 def test_the_spool_bound_counts_every_byte_kept(tmp_path):
@@ -364,10 +392,12 @@ def test_a_capture_the_service_refuses_for_good_is_set_aside_not_retried(service
     spool.put({"stream_id": "refused-1", "protocol": "no-such-dialect"}, b"data: {}\n\n")
     tap = taps.start(service.url)
     deadline = time.monotonic() + 10
-    while not tap.tap.spool.rejected() and time.monotonic() < deadline:
+    # The file is moved first, then counted: wait for both.
+    while (not tap.tap.spool.rejected() or not tap.tap.poster.refused) and (
+            time.monotonic() < deadline):
         time.sleep(0.05)
     assert len(tap.tap.spool.rejected()) == 1 and tap.tap.poster.refused == 1
-    assert list(tap.tap.spool.pending_dir.iterdir()) == []
+    assert spooled(tap.tap.spool.pending_dir) == []
 
 
 def test_a_refused_token_keeps_the_captures_spooled(service, taps):
@@ -377,7 +407,7 @@ def test_a_refused_token_keeps_the_captures_spooled(service, taps):
     while tap.tap.poster.retried < 1 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert tap.tap.poster.retried >= 1 and tap.tap.poster.posted == 0
-    assert len(list(tap.tap.spool.pending_dir.iterdir())) == 1
+    assert len(spooled(tap.tap.spool.pending_dir)) == 1
     assert tap.tap.spool.rejected() == []
 
 
@@ -436,7 +466,7 @@ def test_the_tap_command_relays_posts_and_logs_no_payload(mock, service, tmp_pat
     assert "Application shutdown complete" in text
     assert CANARY not in text
     assert "Traceback" not in text and "Exception in ASGI" not in text, text
-    assert list((spool_dir / "pending").iterdir()) == []
+    assert spooled(spool_dir / "pending") == []
 
 
 def test_the_tap_command_refuses_a_bad_configuration():
