@@ -1,7 +1,7 @@
 """Every read the dashboard makes, on tens of millions of verdict rows in PostgreSQL.
 
 Fills a scratch PostgreSQL database (created and dropped here) with N verdict rows spread over
-30 days, generated in SQL: a realistic mix of tools and protocols, two gateways, mostly
+30 days (in their day partitions, with their keys), generated in SQL: a realistic mix of tools and protocols, two gateways, mostly
 complete streams, and 60 % of the rows posted with a request_id, in chains of up to three
 attempts, each with its previous attempt as the writer records it.  The rollups are derived
 from the rows exactly as the writer keeps them.  Then it times, best of three, the functions
@@ -36,7 +36,7 @@ from sqlalchemy import text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from service import charts  # noqa: E402
+from service import charts, partitions  # noqa: E402
 from service.db import make_engine, make_sessionmaker, migrate, utcnow  # noqa: E402
 from service.queries import (  # noqa: E402
     RollupFilter,
@@ -104,6 +104,7 @@ SELECT date_trunc('minute', ended_at), gateway, tool, protocol, category, 0, cou
     count(*) FILTER (WHERE previous_category <> 'complete' AND NOT previous_retryable)
 FROM verdicts GROUP BY 1, 2, 3, 4, 5
 """
+KEYS = "INSERT INTO verdict_keys SELECT gateway, stream_id FROM verdicts"
 FROM_ROWS = """
 SELECT tool, protocol, category, count(*), count(*) FILTER (WHERE silent)
 FROM verdicts WHERE ended_at >= :since GROUP BY tool, protocol, category
@@ -162,6 +163,10 @@ def main() -> None:
         migrate(url)
         engine = make_engine(url)
         started = time.perf_counter()
+        today = utcnow().date()
+        for n in range(DAYS + 1):  # the day partitions, as a service running 30 days made them
+            with engine.begin() as connection:
+                partitions.make_day(connection, today - timedelta(days=n))
         step = 1_000_000
         values = {"tools": TOOLS, "protocols": PROTOCOLS, "n_pairs": len(PAIRS),
                   "categories": CATEGORIES, "n_categories": len(CATEGORIES),
@@ -173,15 +178,17 @@ def main() -> None:
                                                 "stop": min(start + step - 1, args.rows)})
             connection.execute(text(FIX_FLAGS), values)
             connection.execute(text(ROLLUP))
+            connection.execute(text(KEYS))
         with engine.connect() as connection:
             connection.execution_options(isolation_level="AUTOCOMMIT").execute(
                 text("VACUUM ANALYZE"))
             rollups = connection.execute(text("SELECT count(*) FROM verdict_rollups")).scalar()
             size = connection.execute(text(
-                "SELECT pg_total_relation_size('verdicts'), "
+                "SELECT (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class AS c "
+                "WHERE c.relkind = 'r' AND c.relname ~ '^verdict(s|_keys)'), "
                 "pg_total_relation_size('verdict_rollups')")).one()
         print(f"filled {args.rows:,} verdict rows over {DAYS} days and {rollups:,} rollup "
-              f"buckets in {time.perf_counter() - started:.0f} s; verdicts "
+              f"buckets in {time.perf_counter() - started:.0f} s; verdicts and their keys "
               f"{size[0] / 2**30:.2f} GiB with indexes ({size[0] / args.rows:.0f} bytes a "
               f"row), rollups {size[1] / 2**20:.0f} MiB")
 

@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     # Admission control: past this many posts in progress in one worker, a post is refused at
     # once with 503 and Retry-After: 1 (overload gets quick refusals, not growing latency).
     max_inflight_posts: int = Field(default=64, ge=1)
+    # A request head (request line and headers) not whole after this long gets 408: a client
+    # that dribbles its headers a byte at a time does not hold its connection for ever.
+    head_timeout_seconds: float = Field(default=30.0, gt=0)
     # An upload that sends no byte for this long, or is not whole after the total, gets 408.
     upload_idle_timeout_seconds: float = Field(default=30.0, gt=0)
     upload_timeout_seconds: float = Field(default=300.0, gt=0)

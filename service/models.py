@@ -21,6 +21,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from .partitions import is_partition
+
 # SQLite only autoincrements an INTEGER PRIMARY KEY; PostgreSQL gets a BIGINT identity.
 RowId = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -40,8 +42,11 @@ class StoredVerdict(Base):
 
     __tablename__ = "verdicts"
     __table_args__ = (
-        # stream_id is the gateway's idempotency key: the same id from two gateways is two streams.
+        # stream_id is the gateway's idempotency key: the same id from two gateways is two
+        # streams.  Unique here on SQLite; on PostgreSQL, unique in verdict_keys (VerdictKey),
+        # with a plain index here to find the stored verdict of a key.
         UniqueConstraint("gateway", "stream_id"),
+        Index("ix_verdicts_gateway_stream_id", "gateway", "stream_id"),
         Index(None, "ended_at"),
         Index(None, "tool", "protocol", "id"),
         # The attempts of one request, in the order they were stored (see previous_category).
@@ -97,6 +102,37 @@ class StoredVerdict(Base):
     # category and whether it was retryable.  Set when the row is written; never changed.
     previous_category: Mapped[str | None] = mapped_column(String(32))
     previous_retryable: Mapped[bool | None] = mapped_column(Boolean)
+
+
+class VerdictKey(Base):
+    """PostgreSQL only: the key of every stored verdict.  There, verdicts is range-partitioned
+    by ended_at (service/partitions.py), and a partitioned table's unique keys must hold the
+    partition key, so the one global unique key lives here.  Retention deletes a key with its
+    row."""
+
+    __tablename__ = "verdict_keys"
+
+    gateway: Mapped[str] = mapped_column(String(64), primary_key=True)
+    stream_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+
+
+# What one backend has and the other has not (migration 0004): Alembic's comparison of these
+# models with a database (migrations/env.py) leaves the other backend's objects out, and the
+# partitions of verdicts too (they are made by the service, not by migrations).  PostgreSQL's
+# verdicts also has (id, ended_at) for its primary key, which Alembic does not compare.
+ONLY_ON = {
+    "postgresql": frozenset({"verdict_keys", "ix_verdicts_gateway_stream_id"}),
+    "sqlite": frozenset({"uq_verdicts_gateway_stream_id"}),
+}
+
+
+def in_schema(dialect: str, name: str | None) -> bool:
+    """Whether the object of this name belongs to this backend's schema."""
+    if name is None:
+        return True
+    if is_partition(name):
+        return False
+    return all(name not in only for backend, only in ONLY_ON.items() if backend != dialect)
 
 
 class VerdictRollup(Base):

@@ -31,8 +31,8 @@ from pathlib import Path
 from sqlalchemy import Engine, delete, select, tuple_
 from sqlalchemy.exc import SQLAlchemyError
 
-from . import metrics
-from .db import as_utc, sqlite_path
+from . import metrics, partitions
+from .db import as_utc, sqlite_path, utcnow
 from .models import StoredVerdict, VerdictRollup
 
 log = logging.getLogger("service.writer")
@@ -118,6 +118,7 @@ class _Store:
         attempt's category and retryable."""
         if self._connection is None:
             self._connection = self._engine.raw_connection()
+            self._connected(self._connection.driver_connection)
         try:
             return self._write(self._connection.driver_connection,
                                [(wave, json.dumps(wave, default=self._time_text))
@@ -129,6 +130,9 @@ class _Store:
             except Exception:  # the connection is gone already
                 pass
             raise
+
+    def _connected(self, connection) -> None:
+        """A new connection: learn what the schema needs."""
 
     def close(self) -> None:
         if self._connection is not None:
@@ -157,7 +161,8 @@ def _waves(rows: list[dict]) -> list[list[dict]]:
 class _PostgresStore(_Store):
     """One statement a wave, in autocommit: the rows, each with its previous attempt, and their
     rollups counted from exactly the rows it inserted, in one atomic statement that commits as
-    it ends (one round trip)."""
+    it ends (one round trip).  With verdicts partitioned (service/partitions.py), a row is
+    inserted only when its key is new in verdict_keys, in the same statement."""
 
     _COUNTED = ("count(*)", "count(*) FILTER (WHERE silent)",
                 "count(*) FILTER (WHERE model_fallback)", "sum(bytes)",
@@ -169,31 +174,52 @@ class _PostgresStore(_Store):
                 "count(*) FILTER (WHERE previous_category <> 'complete' "
                 "AND previous_retryable = false)")
     assert len(_COUNTED) == len(ROLLUP_COUNTS)
-    STATEMENT = (
-        f"WITH incoming AS (SELECT {', '.join(f'r.{c}' for c in INPUT_COLUMNS)}, "
-        f"previous.category AS previous_category, previous.retryable AS previous_retryable "
-        f"FROM json_populate_recordset(NULL::verdicts, %s) AS r "
-        f"LEFT JOIN LATERAL (SELECT p.category, p.retryable FROM verdicts AS p "
-        f"WHERE r.request_id IS NOT NULL AND p.gateway = r.gateway "
-        f"AND p.request_id = r.request_id ORDER BY p.id DESC LIMIT 1) AS previous ON true), "
-        f"inserted AS (INSERT INTO verdicts ({', '.join(INPUT_COLUMNS + CHAIN_COLUMNS)}) "
-        f"SELECT * FROM incoming ON CONFLICT (gateway, stream_id) DO NOTHING "
-        f"RETURNING id, gateway, stream_id, ended_at, tool, protocol, category, complete, "
-        f"silent, model_fallback, bytes, request_id, {', '.join(CHAIN_COLUMNS)}), "
-        f"rolled AS (INSERT INTO verdict_rollups ({', '.join(ROLLUP_COLUMNS)}) "
-        f"SELECT date_trunc('minute', ended_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', "
-        f"gateway, tool, protocol, category, %s, {', '.join(_COUNTED)} FROM inserted "
-        f"GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5 "
-        f"ON CONFLICT ({', '.join(ROLLUP_KEY)}) DO UPDATE SET {_ADD_COUNTS}) "
-        f"SELECT gateway, stream_id, id, {', '.join(CHAIN_COLUMNS)} FROM inserted")
     assert ROLLUP_COLUMNS[:6] == ("minute", "gateway", "tool", "protocol", "category", "shard")
+
+    @classmethod
+    def statement(cls, *, keyed: bool) -> str:
+        incoming = (
+            f"incoming AS (SELECT {', '.join(f'r.{c}' for c in INPUT_COLUMNS)}, "
+            f"previous.category AS previous_category, previous.retryable AS previous_retryable "
+            f"FROM json_populate_recordset(NULL::verdicts, %s) AS r "
+            f"LEFT JOIN LATERAL (SELECT p.category, p.retryable FROM verdicts AS p "
+            f"WHERE r.request_id IS NOT NULL AND p.gateway = r.gateway "
+            f"AND p.request_id = r.request_id ORDER BY p.id DESC LIMIT 1) AS previous ON true)")
+        insert = f"INSERT INTO verdicts ({', '.join(INPUT_COLUMNS + CHAIN_COLUMNS)}) "
+        if keyed:
+            new = (f"keyed AS (INSERT INTO verdict_keys (gateway, stream_id) "
+                   f"SELECT gateway, stream_id FROM incoming ON CONFLICT DO NOTHING "
+                   f"RETURNING gateway, stream_id), "
+                   f"inserted AS ({insert}SELECT incoming.* FROM incoming "
+                   f"JOIN keyed USING (gateway, stream_id) ")
+        else:
+            new = (f"inserted AS ({insert}SELECT * FROM incoming "
+                   f"ON CONFLICT (gateway, stream_id) DO NOTHING ")
+        return (
+            f"WITH {incoming}, {new}"
+            f"RETURNING id, gateway, stream_id, ended_at, tool, protocol, category, complete, "
+            f"silent, model_fallback, bytes, request_id, {', '.join(CHAIN_COLUMNS)}), "
+            f"rolled AS (INSERT INTO verdict_rollups ({', '.join(ROLLUP_COLUMNS)}) "
+            f"SELECT date_trunc('minute', ended_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', "
+            f"gateway, tool, protocol, category, %s, {', '.join(cls._COUNTED)} FROM inserted "
+            f"GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5 "
+            f"ON CONFLICT ({', '.join(ROLLUP_KEY)}) DO UPDATE SET {_ADD_COUNTS}) "
+            f"SELECT gateway, stream_id, id, {', '.join(CHAIN_COLUMNS)} FROM inserted")
+
+    def _connected(self, connection) -> None:
+        # An unpartitioned verdicts table (a schema before migration 0004, as the partitioning
+        # benchmark keeps one) holds its unique key itself.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT to_regclass('verdict_keys') IS NOT NULL")
+            self._statement = self.statement(keyed=cursor.fetchone()[0])
+        connection.commit()
 
     def _write(self, connection, waves: list[tuple[list[dict], str]]) -> dict[tuple, tuple]:
         connection.autocommit = True  # reset when it goes back to the pool (close)
         new = {}
         with connection.cursor() as cursor:
             for _rows, wave in waves:
-                cursor.execute(self.STATEMENT, (wave, self._shard), prepare=True)
+                cursor.execute(self._statement, (wave, self._shard), prepare=True)
                 new.update(((gateway, stream_id), rest) for gateway, stream_id, *rest in cursor)
         return new
 
@@ -288,7 +314,7 @@ class VerdictWriter:
         self._metrics_tools = metrics_tools
         self._retention = timedelta(days=retention_days) if retention_days else None
         self._retention_interval = retention_interval_seconds
-        self._next_prune = 0.0
+        self._next_upkeep = 0.0  # at once: the partitions before the first batch
         # This writer's own rollup rows (see VerdictRollup.shard).
         self.shard = random.randrange(1, 2**31)
         postgres = engine.dialect.name == "postgresql"
@@ -325,14 +351,15 @@ class VerdictWriter:
     # -- the writer thread ------------------------------------------------------------------
 
     def _run(self) -> None:
+        self._maintain_when_due()
         stopping = False
         shared = False  # the last commit carried more than one verdict: they arrive together
         while not stopping:
             try:
-                # Wake up now and then even when idle, so retention runs without traffic.
+                # Wake up now and then even when idle, so upkeep runs without traffic.
                 first = self._queue.get(timeout=min(self._retention_interval, 60.0))
             except queue.Empty:
-                self._prune_when_due()
+                self._maintain_when_due()
                 continue
             batch = []
             if first is None:
@@ -360,7 +387,7 @@ class VerdictWriter:
                     self._waiting -= len(batch)
                 metrics.DB_WRITE_QUEUE_DEPTH.dec(len(batch))
                 self._commit(batch)
-            self._prune_when_due()
+            self._maintain_when_due()
 
     def _commit(self, batch: list[_Pending]) -> None:
         started = time.perf_counter()
@@ -419,24 +446,34 @@ class VerdictWriter:
                 results.append(WriteResult(CONFLICT, kept))
         return results
 
-    def _prune_when_due(self) -> None:
-        if self._retention is None or time.monotonic() < self._next_prune:
+    def _maintain_when_due(self) -> None:
+        """Between batches, every retention interval: PostgreSQL's partitions made ahead of
+        time, and verdicts past retention removed."""
+        if time.monotonic() < self._next_upkeep:
             return
-        self._next_prune = time.monotonic() + self._retention_interval
+        self._next_upkeep = time.monotonic() + self._retention_interval
         try:
-            with self._store.lock:
-                deleted = prune(self._engine, datetime.now(timezone.utc) - self._retention)
+            if partitions.is_partitioned(self._engine):
+                for name in partitions.make_ahead(self._engine, utcnow().date()):
+                    log.info("made partition %s", name)
+            if self._retention is not None:
+                with self._store.lock:
+                    deleted = prune(self._engine, utcnow() - self._retention)
+                if deleted:
+                    log.info("pruned %d verdict rows older than %s", deleted, self._retention)
         except SQLAlchemyError as exc:
-            log.warning("pruning old verdicts failed: %s", type(exc).__name__)
-            self._next_prune = time.monotonic() + 60
-            return
-        if deleted:
-            log.info("pruned %d verdict rows older than %s", deleted, self._retention)
+            log.warning("database upkeep failed (tried again in a minute): %s",
+                        type(exc).__name__)
+            self._next_upkeep = time.monotonic() + 60
 
 
 def prune(engine: Engine, older_than: datetime) -> int:
-    """Delete verdict rows of streams that ended before ``older_than``, in small
-    transactions."""
+    """Remove the verdicts of streams that ended before ``older_than``; returns how many.
+
+    PostgreSQL drops whole day partitions (service/partitions.py).  Otherwise the rows are
+    deleted, in small transactions."""
+    if partitions.is_partitioned(engine):
+        return partitions.prune(engine, older_than)
     table = StoredVerdict.__table__
     total = 0
     while True:

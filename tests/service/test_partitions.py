@@ -1,0 +1,161 @@
+"""PostgreSQL's day partitions of verdicts: made ahead, one key per stream whatever its day,
+rows moved out of the default partition, retention by dropping whole days, and the migration
+from the plain table and back."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+
+import httpx
+import pytest
+from alembic import command
+from sqlalchemy import text
+
+from service import partitions
+from service.app import create_app
+from service.config import Settings
+from service.db import alembic_config, make_engine, migrate
+from service.writer import prune
+
+from .conftest import INGEST, TOKENS, ThreadServer
+from .streams import chat_stream
+
+
+@pytest.fixture
+def pg(postgres_url):
+    migrate(postgres_url)
+    return postgres_url
+
+
+@contextmanager
+def running(url: str):
+    settings = Settings(database_url=url, ingest_tokens=TOKENS["INGEST_TOKENS"],
+                        read_tokens=TOKENS["READ_TOKENS"], retention_days=0)
+    with ThreadServer(create_app(settings)) as server, httpx.Client(
+            base_url=server.url, headers=INGEST, timeout=30) as http:
+        yield http
+
+
+def post(http: httpx.Client, stream_id: str, ended_at: datetime | None = None,
+         body: bytes | None = None) -> httpx.Response:
+    params = {"stream_id": stream_id}
+    if ended_at is not None:
+        params["ended_at"] = ended_at.isoformat()
+    return http.post("/v1/streams", params=params, content=body or chat_stream())
+
+
+def query(url: str, sql: str, **params):
+    engine = make_engine(url)
+    with engine.connect() as connection:
+        rows = connection.execute(text(sql), params).all()
+    engine.dispose()
+    return rows
+
+
+def where_stored(url: str) -> dict[str, str]:
+    """Each stored stream_id, with the partition that holds it."""
+    return dict(query(url, "SELECT stream_id, tableoid::regclass::text FROM verdicts"))
+
+
+def keys(url: str) -> list[str]:
+    return sorted(key for (key,) in query(url, "SELECT stream_id FROM verdict_keys"))
+
+
+def test_the_writer_makes_the_partitions_of_yesterday_to_a_week_ahead(pg):
+    today = datetime.now(timezone.utc).date()
+    with running(pg) as http:
+        assert post(http, "today").status_code == 201
+    engine = make_engine(pg)
+    assert partitions.is_partitioned(engine)
+    with engine.connect() as connection:
+        made = partitions.day_partitions(connection)
+    engine.dispose()
+    assert sorted(made) == [today + timedelta(days=n) for n in range(-1, partitions.DAYS_AHEAD + 1)]
+    assert where_stored(pg) == {"today": partitions.name_of(today)}
+    assert keys(pg) == ["today"]
+
+
+def test_a_stream_id_is_stored_once_whatever_day_it_ended(pg):
+    now = datetime.now(timezone.utc)
+    with running(pg) as http:
+        first = post(http, "s1", ended_at=now - timedelta(days=3))  # the default partition
+        assert first.status_code == 201
+        again = post(http, "s1", ended_at=now)  # today's partition, had it been new
+        assert again.status_code == 200 and again.json()["id"] == first.json()["id"]
+        other = post(http, "s1", ended_at=now, body=chat_stream(text="other bytes"))
+        assert other.status_code == 409
+    assert where_stored(pg) == {"s1": partitions.DEFAULT}
+    assert keys(pg) == ["s1"]
+
+
+def test_making_a_day_partition_moves_that_days_rows_out_of_the_default(pg):
+    now = datetime.now(timezone.utc)
+    day = (now - timedelta(days=3)).date()
+    with running(pg) as http:
+        assert post(http, "late", ended_at=now - timedelta(days=3)).status_code == 201
+        assert post(http, "later", ended_at=now - timedelta(days=5)).status_code == 201
+        engine = make_engine(pg)
+        with engine.begin() as connection:
+            partitions.make_day(connection, day)
+        engine.dispose()
+        assert where_stored(pg) == {"late": partitions.name_of(day),
+                                    "later": partitions.DEFAULT}
+        assert post(http, "late", ended_at=now - timedelta(days=3)).status_code == 200
+        # New rows of that day go to its partition now.
+        assert post(http, "late2", ended_at=now - timedelta(days=3)).status_code == 201
+    assert where_stored(pg)["late2"] == partitions.name_of(day)
+
+
+def test_retention_drops_whole_days_and_the_keys_of_their_rows(pg):
+    now = datetime.now(timezone.utc)
+    cutoff = now - timedelta(days=30)
+    ended = {
+        "old-day": now - timedelta(days=40),  # in a day partition, wholly past retention
+        "old-default": now - timedelta(days=35),  # in the default partition
+        "cutoff-day": partitions.start_of(cutoff.date()),  # past retention, its day is not
+        "new": now,
+    }
+    engine = make_engine(pg)
+    for day in {ended["old-day"].date(), cutoff.date()}:
+        with engine.begin() as connection:
+            partitions.make_day(connection, day)
+    with running(pg) as http:
+        for stream_id, moment in ended.items():
+            assert post(http, stream_id, ended_at=moment).status_code == 201
+        assert prune(engine, cutoff) == 2
+        assert prune(engine, cutoff) == 0
+        assert sorted(where_stored(pg)) == ["cutoff-day", "new"]
+        assert keys(pg) == ["cutoff-day", "new"]
+        with engine.connect() as connection:
+            assert ended["old-day"].date() not in partitions.day_partitions(connection)
+        # The rollups stay; a stream_id whose verdict is gone can be stored again.
+        assert query(pg, "SELECT sum(verdicts) FROM verdict_rollups")[0][0] == 4
+        assert post(http, "old-day").status_code == 201
+    engine.dispose()
+
+
+def test_the_migration_keeps_every_verdict_both_ways(postgres_url):
+    config = alembic_config(postgres_url)
+    command.upgrade(config, "0003")
+    with running(postgres_url) as http:  # the writer on the plain table
+        for n in range(3):
+            assert post(http, f"m{n}").status_code == 201
+        assert post(http, "m0").status_code == 200
+    command.upgrade(config, "head")
+    assert sorted(where_stored(postgres_url)) == ["m0", "m1", "m2"]
+    assert set(where_stored(postgres_url).values()) == {partitions.DEFAULT}
+    assert keys(postgres_url) == ["m0", "m1", "m2"]
+    today = partitions.name_of(datetime.now(timezone.utc).date())
+    with running(postgres_url) as http:  # today's rows move into today's partition
+        assert post(http, "m0").status_code == 200
+        assert post(http, "m3").status_code == 201
+    assert set(where_stored(postgres_url).values()) == {today}
+    ids = query(postgres_url, "SELECT id FROM verdicts ORDER BY id")
+    command.downgrade(config, "0003")
+    assert query(postgres_url, "SELECT id FROM verdicts ORDER BY id") == ids
+    assert query(postgres_url, "SELECT to_regclass('verdict_keys')") == [(None,)]
+    with running(postgres_url) as http:
+        assert post(http, "m3").status_code == 200
+        assert post(http, "m4").status_code == 201
+    assert query(postgres_url, "SELECT max(id) FROM verdicts")[0][0] > ids[-1][0]
