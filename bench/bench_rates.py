@@ -1,12 +1,12 @@
 """Every read the dashboard makes, on tens of millions of verdict rows in PostgreSQL.
 
 Fills a scratch PostgreSQL database (created and dropped here) with N verdict rows spread over
-30 days (in their day partitions, with their keys), generated in SQL: a realistic mix of tools and protocols, two gateways, mostly
-complete streams, and 60 % of the rows posted with a request_id, in chains of up to three
-attempts, each with its previous attempt as the writer records it.  The rollups are derived
-from the rows exactly as the writer keeps them.  Then it times, best of three, the functions
-the read endpoints call (``service.queries``, the same code, without HTTP), for each window the
-page offers and for a selected cell:
+30 days (in their day partitions, with their keys), generated in SQL: a realistic mix of tools
+and protocols, two gateways, mostly complete streams, and 60 % of the rows posted with a
+request_id, in chains of up to three attempts, each with its previous attempt as the writer
+records it. The rollups are derived from the rows exactly as the writer keeps them. Then it
+times, best of three, the functions the read endpoints call (``service.queries``, the same
+code, without HTTP), for each window the page offers and for a selected cell:
 
 * ``/v1/rates`` by tool and protocol (the matrix, the categories, model fallback) and by
   gateway (the gateway filter);
@@ -215,9 +215,9 @@ def main() -> None:
         print("\n  rates from the rollups vs GROUP BY over the rows:")
         for label, seconds in WINDOWS[::2]:
             span = Span.of(seconds=seconds)
-            rollup_s, groups = timed(lambda: silent_rates(session, span, by=("tool", "protocol")))
+            rollup_s, groups = timed(lambda span=span: silent_rates(session, span, by=("tool", "protocol")))
             since = utcnow() - timedelta(seconds=seconds)
-            rows_s, raw = timed(lambda: session.execute(text(FROM_ROWS), {"since": since}).all(),
+            rows_s, raw = timed(lambda since=since: session.execute(text(FROM_ROWS), {"since": since}).all(),
                                 repeat=1)
             total = sum(g["total"] for g in groups)
             raw_total = sum(r[3] for r in raw)

@@ -39,11 +39,12 @@ from pathlib import Path
 # fastsse an environment may have installed.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import fastsse  # noqa: E402
 import msgspec  # noqa: E402
 from httpx_sse._decoders import SSEDecoder as HttpxSseDecoder  # noqa: E402
 from httpx_sse._decoders import SSELineDecoder as HttpxSseLineDecoder  # noqa: E402
 from openai._streaming import SSEDecoder as OpenAISSEDecoder  # noqa: E402
+
+import fastsse  # noqa: E402
 
 DIALECTS = ("chat", "responses", "anthropic")
 CHUNK_BYTES = 64 * 1024  # what an HTTP client typically hands over per read
@@ -701,7 +702,7 @@ def check_verdicts(corpus, feed_verdicts: list, scan_verdicts: list) -> int:
             f"residual={verdict.residual_bytes} malformed={verdict.malformed_events} "
             f"limit={verdict.limit}"
         )
-    disagree = [i for i, (a, b) in enumerate(zip(feed_verdicts, scan_verdicts)) if a != b]
+    disagree = [i for i, (a, b) in enumerate(zip(feed_verdicts, scan_verdicts, strict=True)) if a != b]
     if disagree:
         first = disagree[0]
         print(f"  !! scan() and Scanner.feed() differ on {len(disagree)} streams, first #{first}")

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import os
 import re
 import shutil
@@ -352,8 +351,8 @@ def main() -> None:
                     print(f"  {backend}: 2 workers / 1 worker = {two['rps'] / one['rps']:.2f}x")
 
             if not args.no_sizes:
-                print(f"\n  by stream size, service on PostgreSQL, 2 workers "
-                      f"(MB = 10^6 bytes of posted streams)")
+                print("\n  by stream size, service on PostgreSQL, 2 workers "
+                      "(MB = 10^6 bytes of posted streams)")
                 print(f"  {'streams':<34} {'streams/s':>9} {'MB/s':>7} {'p50 ms':>7} "
                       f"{'p99 ms':>7}  {'errors':>6}")
                 loads = [(f"chat, {size // 1000} kB", [bodies["chat", size]])

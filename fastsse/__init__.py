@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import os
 from importlib import metadata
+from typing import TYPE_CHECKING
 
 from ._limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, PROTOCOL_CHOICES
 from ._verdict import CATEGORIES, RETRYABLE, TRANSPORTS, Verdict
 
-if os.environ.get("FASTSSE_NO_EXTENSIONS"):
+if TYPE_CHECKING:  # both twins have one API; the Python twin's is the one type checkers read
+    from ._scanner_py import Scanner, scan
+
+    IMPLEMENTATION: str
+elif os.environ.get("FASTSSE_NO_EXTENSIONS"):
     from ._scanner_py import Scanner, scan
 
     IMPLEMENTATION = "python"

@@ -142,6 +142,10 @@ for _name, _value in _C_CONSTANTS.items():
     if _shared != _value:
         raise ImportError(f"fastsse._scanner is stale: {_name} is {_value}, shared code says {_shared}")
 
+# The per-action tables below hold 64 actions.
+if max(_C_CONSTANTS[name] for name in _C_CONSTANTS if name.startswith("A_")) >= 64:
+    raise ImportError("fastsse._scanner is stale: an action past 63 needs larger tables")
+
 # close() passes _verdict._judge its arguments positionally, in this order.
 _JUDGE_PARAMETERS = ("protocol", "transport", "limit", "errors", "error_code", "end_marker",
                      "no_events", "residual", "malformed", "sequence_gap", "finishes", "blocked",
@@ -391,14 +395,11 @@ for _action in d.FULL_CAPTURE_ACTIONS:
     _full_capture[_action] = True
 for _action in d.SHORT_CAPTURE_ACTIONS:
     _short_capture[_action] = True
-# The string values that name things (types, models, finish reasons, error codes): never
-# payload, so a template may keep them (see "Templates").
+# The string values a template may keep (see "Templates"): _dialects.TEMPLATE_MAY_KEEP, the
+# values that name things and are never payload.
 cdef bint _identifier[64]
 memset(_identifier, 0, sizeof(_identifier))
-for _action in (A_TYPE, A_OBJECT, A_MODEL, A_ERR_CODE, A_ERR_TYPE, A_ERR_STATUS, A_FLAT_CODE,
-                A_FINISH, A_PART_TYPE, A_TOOL_ID, A_BLOCK_REASON, A_INCOMPLETE_REASON,
-                A_STOP_REASON, A_BLOCK_TYPE, A_ITEM_TYPE, A_STATUS, A_STOP_DETAIL,
-                A_NATIVE_FINISH):
+for _action in d.TEMPLATE_MAY_KEEP:
     _identifier[_action] = True
 
 cdef _StrTable _responses_kinds = _StrTable(d.EVENT_KINDS["responses"])

@@ -78,10 +78,11 @@ class Choice:
 
     def __init__(self, ordinal: int):
         self.ordinal = ordinal
-        self.index = None
-        self.finish = self.native = None
+        self.index: int | None = None
+        self.finish: bytes | None = None
+        self.native: bytes | None = None
         self.text = self.reasoning = self.refusal = self.tool = 0
-        self.tools = []
+        self.tools: list[ToolFragment] = []
 
 
 class ToolFragment:
@@ -89,9 +90,9 @@ class ToolFragment:
 
     def __init__(self, ordinal: int):
         self.ordinal = ordinal
-        self.index = None
-        self.id = None
-        self.args = None
+        self.index: int | None = None
+        self.id: bytes | None = None
+        self.args: bytes | None = None
 
 
 class Part:
@@ -122,7 +123,9 @@ class EventRecord:
         self.has_choices = self.gemini = False
         self.choices = []
         self.too_many = None
-        self.choice = self.part = self.tool = None
+        self.choice: Choice | None = None
+        self.part: Part | None = None
+        self.tool: ToolFragment | None = None
         self.tool_fragments = 0
         self.block_reason = self.incomplete_reason = self.status = None
         self.delta = self.delta_text = self.delta_thinking = False
@@ -158,6 +161,7 @@ class EventRecord:
             return
         if action == d.A_CHOICE:
             choice = self.choice
+            assert choice is not None  # begin() made it
             if choice.native is not None and choice.finish is not None:
                 choice.finish = worse_finish(choice.finish, choice.native)
             if len(self.choices) >= MAX_CHOICES:
@@ -305,10 +309,11 @@ class JsonScanner:
     )  # fmt: skip
 
     def __init__(self, record: EventRecord | None = None):
-        self.record = record
+        # Without a record (a tool call's arguments) no node is tracked, so it is never called.
+        self.record = record if record is not None else EventRecord()
         self.state = _VALUE
         self.stack = bytearray()  # b"{" or b"[" per open container
-        self.nodes = []  # JSON_TREE node per open container (-1: not tracked)
+        self.nodes: list[int] = []  # JSON_TREE node per open container (-1: not tracked)
         self.pending = 0 if record is not None else -1  # node of the next value
         self.is_key = False
         self.key = bytearray()
@@ -705,14 +710,14 @@ class Scanner:
         self._line = bytearray()  # the unterminated line so far
         self._data = bytearray()
         self._data_lines = 0
-        self._event_type = None
+        self._event_type: bytes | None = None
         self._event_bytes = 0  # non-comment line bytes of the event being built
-        self._bare = None  # JsonScanner reading a bare JSON object (Gemini mid-stream error)
+        self._bare: JsonScanner | None = None  # reading a bare JSON object (Gemini's errors)
         self._bare_bytes = 0
         # dialect state
-        self._finishes = {}  # choice index -> raw finish reason (bytes) or None
-        self._tools = {}  # chat: (choice, tool index) -> _ToolCall
-        self._blocks = {}  # anthropic: block index -> JsonScanner of a tool's input
+        self._finishes: dict[int, bytes | None] = {}  # choice index -> raw finish reason
+        self._tools: dict[tuple[int, int], _ToolCall] = {}  # chat: (choice, tool index) -> call
+        self._blocks: dict[int, JsonScanner] = {}  # anthropic: block index -> a tool's input
         self._last_seq = None
 
     # ------------------------------------------------------------------ framing
@@ -836,6 +841,7 @@ class Scanner:
 
     def _feed_bare(self, line: bytes) -> None:
         bare = self._bare
+        assert bare is not None  # only called while a bare object is being read
         bare.feed(line)
         bare.feed(b"\n")
         if bare.failed:

@@ -126,6 +126,9 @@ def sanitize_identifier(raw: bytes | None, limit: int = MAX_IDENTIFIER_CHARS) ->
     return _sanitize(raw, limit)
 
 
+Raw = bytes  # the field ``bytes`` below hides the type inside Evidence's body
+
+
 @dataclass(slots=True)
 class Evidence:
     """What a scanner saw; raw values are bytes exactly as captured (bounded)."""
@@ -136,20 +139,20 @@ class Evidence:
     comments: int = 0
     limit: str | None = None
     errors: int = 0
-    error_code: bytes | None = None
+    error_code: Raw | None = None
     end_marker: bool = False
     residual_bytes: int = 0
     malformed_events: int = 0
     sequence_gap: bool = False
     # (choice index, raw finish reason or None) in order of first appearance
     finishes: list = field(default_factory=list)
-    blocked: bytes | None = None
+    blocked: Raw | None = None
     text: int = 0
     reasoning: int = 0
     refusal: int = 0
     tool_calls: int = 0
     tool_malformed: bool = False
-    model: bytes | None = None
+    model: Raw | None = None
 
 
 @dataclass(frozen=True)
@@ -263,10 +266,10 @@ def _judge(
     Returns a dict of every field with those counters None: callers copy it, never change it.
     """
     raws = [sanitize_identifier(r) for r in finishes]
-    blocked = sanitize_identifier(blocked)
-    normalized, raw, outcome = _finish(protocol, raws, blocked, tool_calls, text)
-    finish_missing = (not raws and blocked is None) or None in raws
-    error_code = sanitize_identifier(error_code)
+    blocked_reason = sanitize_identifier(blocked)
+    normalized, raw, outcome = _finish(protocol, raws, blocked_reason, tool_calls, text)
+    finish_missing = (not raws and blocked_reason is None) or None in raws
+    code = sanitize_identifier(error_code)
     message = None
     retryable = None
 
@@ -279,7 +282,7 @@ def _judge(
         category = UPSTREAM_ERROR
         if not errors:
             message = MESSAGE_ABNORMAL_FINISH
-        retryable = error_code not in d.DETERMINISTIC_ERRORS
+        retryable = code not in d.DETERMINISTIC_ERRORS
     elif not end_marker:
         category = NO_END_MARKER
         if no_events:
@@ -298,7 +301,7 @@ def _judge(
         category = TRUNCATED_LENGTH
     elif outcome == d.O_FILTER or refusal:
         category = CONTENT_FILTERED
-        if blocked is not None:
+        if blocked_reason is not None:
             message = MESSAGE_BLOCKED_PROMPT
         elif refusal or raw == "refusal":
             message = MESSAGE_REFUSAL
@@ -322,7 +325,7 @@ def _judge(
         transport=transport,
         end_marker_seen=end_marker,
         finish_reason_seen=raw is not None,
-        error_code=error_code,
+        error_code=code,
         limit=limit,
     )
     return head

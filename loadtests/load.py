@@ -27,6 +27,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+
 from loadtests.localhost import free_port, wait_until_answering
 
 REPO = Path(__file__).resolve().parents[1]

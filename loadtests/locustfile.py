@@ -23,7 +23,7 @@ import json
 import random
 import time
 import uuid
-from functools import lru_cache
+from functools import cache
 
 from locust import FastHttpUser, between, events, task
 
@@ -75,7 +75,7 @@ def parse_mix(text: str) -> tuple[list[str], list[float]]:
     return list(shares), list(shares.values())
 
 
-@lru_cache(maxsize=None)
+@cache
 def body(dialect: str, fault: str, size: int, variant: int) -> bytes:
     """A stream of about ``size`` bytes with this fault (built once per process)."""
     per_sentence = len(wire(dialect, text=answer_text(4)).body) / 4

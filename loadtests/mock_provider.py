@@ -296,7 +296,8 @@ class MockProvider:
                 await asyncio.sleep(self.settings.stall_seconds)
             await connection.end_chunks()
         self.log({**entry, "status": 200, "kind": "stream", "bytes_sent": connection.bytes_sent,
-                  "sha256": connection.digest.hexdigest(), "events_sent": len(sent.pieces), "terminal_sent": sent.terminal_sent,
+                  "sha256": connection.digest.hexdigest(), "events_sent": len(sent.pieces),
+                  "terminal_sent": sent.terminal_sent,
                   "ending": sent.ending, "text_chars": sent.text_chars})
         return clean
 

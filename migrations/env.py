@@ -5,7 +5,6 @@ from __future__ import annotations
 from logging.config import fileConfig
 
 from alembic import context
-from sqlalchemy import pool
 
 from service.config import get_settings
 from service.db import is_sqlite, make_engine

@@ -145,14 +145,14 @@ def series_svg(series: dict, *, lines: int = 6) -> str:
     for moment, merged in buckets:
         y = volume_top + VOLUME_HEIGHT
         for name in drawn:
-            counts = merged.get(name)
-            if not counts:
+            stacked = merged.get(name)
+            if not stacked:
                 continue
-            height = counts[0] / top_volume * VOLUME_HEIGHT
+            height = stacked[0] / top_volume * VOLUME_HEIGHT
             y -= height
             out.append(f'<rect x="{x(moment):.1f}" y="{y:.1f}" width="{width:.1f}" '
                        f'height="{height:.1f}" fill="{color[name]}" fill-opacity="0.7">'
-                       f'<title>{escape(name)} {moment:%Y-%m-%d %H:%M}: {counts[0]} streams'
+                       f'<title>{escape(name)} {moment:%Y-%m-%d %H:%M}: {stacked[0]} streams'
                        f'</title></rect>')
     out.append('</g>')
 
@@ -161,18 +161,18 @@ def series_svg(series: dict, *, lines: int = 6) -> str:
         path, dots = [], []
         previous = None  # the last bucket drawn: a line does not bridge the buckets skipped
         for moment, merged in buckets:
-            counts = merged.get(name)
-            if not counts or counts[0] < MIN_STREAMS_FOR_RATE:
+            drawn_counts = merged.get(name)
+            if not drawn_counts or drawn_counts[0] < MIN_STREAMS_FOR_RATE:
                 continue
-            rate = counts[1] / counts[0]
+            rate = drawn_counts[1] / drawn_counts[0]
             px = x(moment + bucket / 2)
             py = TOP + RATE_HEIGHT * (1 - min(rate / top_rate, 1))
             joined = previous is not None and moment - previous <= bucket
             path.append(f"{'L' if joined else 'M'}{px:.1f},{py:.1f}")
             previous = moment
             dots.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="2.5"><title>{escape(name)} '
-                        f'{moment:%Y-%m-%d %H:%M}: {rate * 100:.1f} % silent ({counts[1]} of '
-                        f'{counts[0]})</title></circle>')
+                        f'{moment:%Y-%m-%d %H:%M}: {rate * 100:.1f} % silent ({drawn_counts[1]} of '
+                        f'{drawn_counts[0]})</title></circle>')
         if path:
             out.append(f'<g stroke="{color[name]}" fill="{color[name]}">'
                        f'<path d="{" ".join(path)}" fill="none" stroke-width="2"/>'

@@ -200,7 +200,9 @@ class UploadClock:
 
     def __init__(self, idle: float, total: float) -> None:
         self._loop = asyncio.get_running_loop()
-        self._task = asyncio.current_task()
+        task = asyncio.current_task()
+        assert task is not None  # made in the task that reads the upload
+        self._task = task
         self._cancelling = getattr(self._task, "cancelling", lambda: 0)
         self._idle = idle
         self._reason: str | None = None

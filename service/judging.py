@@ -12,6 +12,8 @@ from datetime import datetime
 
 import fastsse
 
+from .verdict_fields import FROM_VERDICT
+
 MAX_TOOL_CHARS = 64
 UNKNOWN_TOOL = "unknown"
 _TOOL_JUNK = re.compile(r"[^a-z0-9._-]")
@@ -100,42 +102,24 @@ def verdict_row(
     received_at: datetime,
     ended_at: datetime | None = None,
 ) -> dict:
-    """The columns of one verdicts row (service/models.py) as the writer takes them, from a
-    fastsse verdict; the writer adds the id and the previous attempt."""
-    return {
+    """The columns of one verdicts row as the writer takes them (service/verdict_fields.py):
+    what the post says, what the service derives from it, and the verdict's own fields; the
+    writer adds the id and the previous attempt."""
+    row = {
         "gateway": gateway,
         "stream_id": stream_id,
         "body_sha256": body_sha256,
         "received_at": received_at,
         "ended_at": received_at if ended_at is None else ended_at,
         "tool": tool,
-        "protocol": verdict.protocol,
-        "category": verdict.category,
-        "complete": verdict.complete,
         "silent": is_silent(verdict, verdict.transport, upstream_status),
-        "retryable": verdict.retryable,
-        "transport": verdict.transport,
         "upstream_status": upstream_status,
-        "finish_reason": verdict.finish_reason,
-        "finish_reason_raw": verdict.finish_reason_raw,
-        "error_code": verdict.error_code,
-        "limit_kind": verdict.limit,
-        "message": verdict.message,
-        "end_marker_seen": verdict.end_marker_seen,
-        "finish_reason_seen": verdict.finish_reason_seen,
-        "residual_bytes": verdict.residual_bytes,
-        "events": verdict.events,
-        "bytes": verdict.bytes,
-        "comments": verdict.comments,
-        "malformed_events": verdict.malformed_events,
-        "text_events": verdict.text_events,
-        "reasoning_events": verdict.reasoning_events,
-        "refusal_events": verdict.refusal_events,
-        "tool_calls": verdict.tool_calls,
-        "choices": verdict.choices,
         "model_requested": model_requested,
-        "model_served": verdict.model,
         "model_fallback": is_model_fallback(model_requested, verdict.model),
         "request_id": request_id,
         "attempt": attempt,
     }
+    values = vars(verdict)  # a Verdict keeps its fields in __dict__ (fastsse._verdict)
+    for column, attr in FROM_VERDICT:
+        row[column] = values[attr]
+    return row

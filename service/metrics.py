@@ -175,12 +175,12 @@ def count_stored(tool: str, row: dict, counts: tuple[int, ...]) -> None:
     if row["model_fallback"]:
         fallbacks.inc()
     if row["request_id"] is not None:
-        for child, count in zip(retry_series, counts[4:]):
+        for child, count in zip(retry_series, counts[4:], strict=True):
             if count:
                 child.inc(count)
 
 
-_INGEST_ANSWERS: dict[int, object] = {}
+_INGEST_ANSWERS: dict[int, Counter] = {}
 
 
 def count_ingest_answer(status: int) -> None:

@@ -9,19 +9,20 @@ from datetime import datetime
 
 from sqlalchemy import (
     BigInteger,
-    Boolean,
+    Column,
     DateTime,
     Index,
     Integer,
     MetaData,
-    SmallInteger,
     String,
+    Table,
     UniqueConstraint,
     text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from .partitions import is_partition
+from .verdict_fields import FIELDS
 
 # SQLite only autoincrements an INTEGER PRIMARY KEY; PostgreSQL gets a BIGINT identity.
 RowId = BigInteger().with_variant(Integer(), "sqlite")
@@ -37,71 +38,31 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
 
 
+# One judged stream, as a gateway posted it: the row's id, then every field of a verdict
+# (service/verdict_fields.py, the one list of them).
+VERDICTS = Table(
+    "verdicts",
+    Base.metadata,
+    Column("id", RowId, primary_key=True, autoincrement=True),
+    *(Column(field.name, field.sql, nullable=field.nullable) for field in FIELDS),
+    # stream_id is the gateway's idempotency key: the same id from two gateways is two
+    # streams.  Unique here on SQLite; on PostgreSQL, unique in verdict_keys (VerdictKey),
+    # with a plain index here to find the stored verdict of a key.
+    UniqueConstraint("gateway", "stream_id"),
+    Index("ix_verdicts_gateway_stream_id", "gateway", "stream_id"),
+    Index(None, "ended_at"),
+    Index(None, "tool", "protocol", "id"),
+    # The attempts of one request, in the order they were stored (see previous_category).
+    Index("ix_verdicts_request_chain", "gateway", "request_id", "id",
+          postgresql_where=text("request_id IS NOT NULL"),
+          sqlite_where=text("request_id IS NOT NULL")),
+)
+
+
 class StoredVerdict(Base):
-    """One judged stream, as a gateway posted it."""
+    """One judged stream, as a gateway posted it (the VERDICTS table, mapped)."""
 
-    __tablename__ = "verdicts"
-    __table_args__ = (
-        # stream_id is the gateway's idempotency key: the same id from two gateways is two
-        # streams.  Unique here on SQLite; on PostgreSQL, unique in verdict_keys (VerdictKey),
-        # with a plain index here to find the stored verdict of a key.
-        UniqueConstraint("gateway", "stream_id"),
-        Index("ix_verdicts_gateway_stream_id", "gateway", "stream_id"),
-        Index(None, "ended_at"),
-        Index(None, "tool", "protocol", "id"),
-        # The attempts of one request, in the order they were stored (see previous_category).
-        Index("ix_verdicts_request_chain", "gateway", "request_id", "id",
-              postgresql_where=text("request_id IS NOT NULL"),
-              sqlite_where=text("request_id IS NOT NULL")),
-    )
-
-    id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
-    gateway: Mapped[str] = mapped_column(String(64))
-    stream_id: Mapped[str] = mapped_column(String(128))
-    # SHA-256 of the posted bytes: tells a retried post (same bytes) from a conflicting one.
-    body_sha256: Mapped[str] = mapped_column(String(64))
-    # When the service received the post, and when the stream ended as the gateway says
-    # (ended_at, else the same): rates, rollups and retention go by ended_at.
-    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    ended_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-
-    tool: Mapped[str] = mapped_column(String(64))
-    protocol: Mapped[str] = mapped_column(String(16))
-    category: Mapped[str] = mapped_column(String(32))
-    complete: Mapped[bool] = mapped_column(Boolean)
-    silent: Mapped[bool] = mapped_column(Boolean)
-    retryable: Mapped[bool] = mapped_column(Boolean)
-    transport: Mapped[str] = mapped_column(String(16))
-    upstream_status: Mapped[int | None] = mapped_column(SmallInteger)
-    finish_reason: Mapped[str | None] = mapped_column(String(32))
-    finish_reason_raw: Mapped[str | None] = mapped_column(String(64))
-    error_code: Mapped[str | None] = mapped_column(String(64))
-    limit_kind: Mapped[str | None] = mapped_column(String(16))
-    # One of fastsse's fixed sentences (it depends on more than the category), never payload.
-    message: Mapped[str] = mapped_column(String(200))
-
-    end_marker_seen: Mapped[bool] = mapped_column(Boolean)
-    finish_reason_seen: Mapped[bool] = mapped_column(Boolean)
-    residual_bytes: Mapped[int] = mapped_column(BigInteger)
-    events: Mapped[int] = mapped_column(BigInteger)
-    bytes: Mapped[int] = mapped_column(BigInteger)
-    comments: Mapped[int] = mapped_column(BigInteger)
-    malformed_events: Mapped[int] = mapped_column(BigInteger)
-    text_events: Mapped[int] = mapped_column(BigInteger)
-    reasoning_events: Mapped[int] = mapped_column(BigInteger)
-    refusal_events: Mapped[int] = mapped_column(BigInteger)
-    tool_calls: Mapped[int] = mapped_column(Integer)
-    choices: Mapped[int] = mapped_column(Integer)
-
-    model_requested: Mapped[str | None] = mapped_column(String(128))
-    model_served: Mapped[str | None] = mapped_column(String(128))
-    model_fallback: Mapped[bool] = mapped_column(Boolean)
-    request_id: Mapped[str | None] = mapped_column(String(128))
-    attempt: Mapped[int | None] = mapped_column(Integer)
-    # The attempt stored before this one for the same gateway and request_id, if any: its
-    # category and whether it was retryable.  Set when the row is written; never changed.
-    previous_category: Mapped[str | None] = mapped_column(String(32))
-    previous_retryable: Mapped[bool | None] = mapped_column(Boolean)
+    __table__ = VERDICTS
 
 
 class VerdictKey(Base):

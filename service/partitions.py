@@ -25,6 +25,7 @@ import re
 from datetime import date, datetime, time, timedelta, timezone
 
 from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import OperationalError
 
 log = logging.getLogger("service.partitions")
 
@@ -38,6 +39,7 @@ _UPKEEP_LOCK = 0x66617374  # "fast"
 # block the writer's inserts behind them, give up and try again at the next upkeep.
 _LOCK_TIMEOUT = "2s"
 DEFAULT_DELETE_BATCH = 5_000
+_DROP_ATTEMPTS = 5
 
 
 def is_partitioned(engine: Engine) -> bool:
@@ -78,13 +80,14 @@ def make_day(connection: Connection, day: date) -> None:
     """Make the partition of one day, moving that day's rows out of the default partition.
 
     Attaching checks that the default partition holds no row of the new range, so the rows of
-    that day move first, with the default partition locked against new ones meanwhile (the
-    parent first, as an insert locks them).  One transaction: the caller's.
+    that day move first.  The whole table is locked meanwhile: a query planned before the new
+    partition exists and run after the move would miss the rows moved (nothing is moved unless
+    the upkeep could not run for a week, or a late post landed in the default partition, which
+    is then small: the lock is brief).  One transaction: the caller's.
     """
     name, low, high = name_of(day), start_of(day), start_of(day + timedelta(days=1))
     bounds = {"low": low, "high": high}
-    connection.execute(text("LOCK TABLE verdicts IN SHARE UPDATE EXCLUSIVE MODE"))
-    connection.execute(text(f"LOCK TABLE {DEFAULT} IN ACCESS EXCLUSIVE MODE"))
+    connection.execute(text("LOCK TABLE verdicts IN ACCESS EXCLUSIVE MODE"))
     connection.execute(text(f"CREATE TABLE {name} (LIKE verdicts INCLUDING DEFAULTS)"))
     moved = connection.execute(text(
         f"WITH moved AS (DELETE FROM {DEFAULT} WHERE ended_at >= :low AND ended_at < :high "
@@ -97,15 +100,46 @@ def make_day(connection: Connection, day: date) -> None:
         log.info("partition %s made, %d rows moved into it from %s", name, moved, DEFAULT)
 
 
-def drop_day(connection: Connection, name: str) -> int:
-    """Drop a day partition and the keys of its rows; returns how many rows it held."""
-    held = connection.execute(text(
-        f"WITH rows AS (SELECT gateway, stream_id FROM {name}), "
-        f"unkeyed AS (DELETE FROM verdict_keys AS k USING rows "
-        f"WHERE k.gateway = rows.gateway AND k.stream_id = rows.stream_id) "
-        f"SELECT count(*) FROM rows")).scalar_one()
+def drop_day(connection: Connection, name: str, batch_rows: int = DEFAULT_DELETE_BATCH) -> int:
+    """Drop a day partition and the keys of its rows; returns how many rows it held.
+
+    The keys go in batches in the partition's id order, each batch found by its primary key:
+    one join of the whole partition with verdict_keys would read all of verdict_keys, which
+    holds every day's keys.  Then the table is locked (the wait is tried again when it times
+    out, keeping the deletions done), the keys of rows stored since then go too, and the
+    partition is dropped.  One transaction, the caller's: the keys and the rows go together.
+    """
+    total, after = _unkey_rows(connection, name, 0, batch_rows)
+    for attempt in range(_DROP_ATTEMPTS):
+        connection.execute(text("SAVEPOINT before_drop"))
+        try:
+            connection.execute(text("LOCK TABLE verdicts IN ACCESS EXCLUSIVE MODE"))
+        except OperationalError:  # lock_timeout, behind a long query
+            connection.execute(text("ROLLBACK TO SAVEPOINT before_drop"))
+            if attempt == _DROP_ATTEMPTS - 1:
+                raise
+            continue
+        break
+    more, _ = _unkey_rows(connection, name, after, batch_rows)
     connection.execute(text(f"DROP TABLE {name}"))
-    return held
+    return total + more
+
+
+def _unkey_rows(connection: Connection, name: str, after: int, batch_rows: int
+                ) -> tuple[int, int]:
+    """Delete the keys of the partition's rows with an id past ``after``; returns how many,
+    and the last id seen."""
+    total = 0
+    while True:
+        last, count = connection.execute(text(
+            f"WITH batch AS (SELECT id, gateway, stream_id FROM {name} WHERE id > :after "
+            f"ORDER BY id LIMIT :batch), "
+            f"{_unkeyed('batch')} SELECT max(id), count(*) FROM batch"),
+            {"after": after, "batch": batch_rows}).one()
+        total += count
+        after = after if last is None else last
+        if count < batch_rows:
+            return total, after
 
 
 def make_ahead(engine: Engine, today: date, *, days_ahead: int = DAYS_AHEAD) -> list[str]:
@@ -134,21 +168,24 @@ def prune(engine: Engine, older_than: datetime,
         with engine.begin() as connection:
             if not _take_turn(connection):
                 return total
-            total += drop_day(connection, name)
+            total += drop_day(connection, name, batch_rows)
         log.info("dropped partition %s", name)
     while True:
         with engine.begin() as connection:
             deleted = connection.execute(text(
                 f"WITH gone AS (DELETE FROM {DEFAULT} WHERE ctid = ANY(ARRAY("
                 f"SELECT ctid FROM {DEFAULT} WHERE ended_at < :older LIMIT :batch)) "
-                f"RETURNING gateway, stream_id), "
-                f"unkeyed AS (DELETE FROM verdict_keys AS k USING gone "
-                f"WHERE k.gateway = gone.gateway AND k.stream_id = gone.stream_id) "
-                f"SELECT count(*) FROM gone"),
+                f"RETURNING gateway, stream_id), {_unkeyed('gone')} SELECT count(*) FROM gone"),
                 {"older": older_than, "batch": batch_rows}).scalar_one()
         total += deleted
         if deleted < batch_rows:
             return total
+
+
+def _unkeyed(rows: str) -> str:
+    """A WITH clause that deletes the keys of the rows named ``rows`` (an earlier clause)."""
+    return (f"unkeyed AS (DELETE FROM verdict_keys AS k USING {rows} "
+            f"WHERE k.gateway = {rows}.gateway AND k.stream_id = {rows}.stream_id)")
 
 
 def _take_turn(connection: Connection) -> bool:

@@ -16,7 +16,7 @@ from sqlalchemy import Integer, cast, func, select
 from sqlalchemy.orm import Session
 
 from .db import as_utc, utcnow
-from .models import StoredVerdict, VerdictRollup
+from .models import VERDICTS, VerdictRollup
 from .writer import minute_of
 
 RATE_DIMENSIONS = ("gateway", "tool", "protocol")
@@ -91,7 +91,7 @@ def decode_cursor(cursor: str) -> int:
 def list_verdicts(session: Session, where: VerdictFilter, *, limit: int,
                   cursor: str | None = None) -> tuple[list[dict], str | None]:
     """Newest first; the cursor is the id to continue below, so pages never shift."""
-    table = StoredVerdict.__table__
+    table = VERDICTS
     query = select(table).order_by(table.c.id.desc()).limit(limit + 1)
     for column in ("tool", "protocol", "category", "gateway", "silent", "complete",
                    "request_id"):
@@ -115,7 +115,7 @@ def list_verdicts(session: Session, where: VerdictFilter, *, limit: int,
 
 
 def get_verdict(session: Session, verdict_id: int) -> dict | None:
-    table = StoredVerdict.__table__
+    table = VERDICTS
     found = session.execute(select(table).where(table.c.id == verdict_id)).mappings().first()
     return None if found is None else dict(found)
 
@@ -124,7 +124,7 @@ def request_attempts(session: Session, request_id: str,
                      gateway: str | None = None) -> dict[str, list[dict]]:
     """Every stored attempt of a request, per gateway, in the order they were stored (the
     request_chain index: no scan)."""
-    table = StoredVerdict.__table__
+    table = VERDICTS
     query = (select(table).where(table.c.request_id == request_id)
              .order_by(table.c.gateway, table.c.id))
     if gateway is not None:
@@ -184,7 +184,7 @@ def silent_rates(session: Session, span: Span, *, by: tuple[str, ...],
         key = tuple(row[: len(by)])
         group = groups.get(key)
         if group is None:
-            group = groups[key] = _rate_group(dict(zip(by, key)))
+            group = groups[key] = _rate_group(dict(zip(by, key, strict=True)))
         _add_rates(group, row[len(by)], *row[len(by) + 1:])
     return [_with_rate(groups[key]) for key in sorted(groups)]
 
@@ -240,9 +240,9 @@ def retry_outcomes(session: Session, span: Span, *, by: tuple[str, ...],
     keys = [table.c[name] for name in by]
     result = []
     for row in _counted(session, span, where, keys, RETRY_COUNTS):
-        counts = dict(zip(RETRY_COUNTS, map(int, row[len(by):])))
+        counts = dict(zip(RETRY_COUNTS, map(int, row[len(by):]), strict=True))
         if not any(counts.values()):
             continue  # a group with no verdict posted with a request_id
         counts["never_recovered"] = max(counts["first_failures"] - counts["recoveries"], 0)
-        result.append({**dict(zip(by, row[: len(by)])), **counts})
+        result.append({**dict(zip(by, row[: len(by)], strict=True)), **counts})
     return sorted(result, key=lambda group: tuple(group.get(name) or "" for name in by))

@@ -14,9 +14,9 @@ one more, and one wake-up of the event loop that answers every request of the ba
 from __future__ import annotations
 
 import asyncio
-import json
 import dataclasses
 import fcntl
+import json
 import logging
 import os
 import queue
@@ -24,16 +24,17 @@ import random
 import threading
 import time
 from collections import defaultdict
-from contextlib import contextmanager, nullcontext
-from datetime import datetime, timedelta, timezone
+from contextlib import AbstractContextManager, nullcontext
+from datetime import datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import Engine, delete, select, tuple_
+from sqlalchemy import Engine, PoolProxiedConnection, delete, select, tuple_
 from sqlalchemy.exc import SQLAlchemyError
 
 from . import metrics, partitions
 from .db import as_utc, sqlite_path, utcnow
-from .models import StoredVerdict, VerdictRollup
+from .models import VERDICTS, VerdictRollup
+from .verdict_fields import FIELDS, WRITER
 
 log = logging.getLogger("service.writer")
 
@@ -77,10 +78,10 @@ def minute_of(moment: datetime) -> datetime:
 # Each row's previous attempt (the verdict stored last for its gateway and request_id) is
 # looked up as it is inserted.
 CHAIN_COLUMNS = ("previous_category", "previous_retryable")
-INPUT_COLUMNS = tuple(c.name for c in StoredVerdict.__table__.columns
-                      if c.name != "id" and c.name not in CHAIN_COLUMNS)
+INPUT_COLUMNS = tuple(field.name for field in FIELDS if field.source != WRITER)
+assert CHAIN_COLUMNS == tuple(field.name for field in FIELDS if field.source == WRITER)
 ROLLUP_COLUMNS = tuple(c.name for c in VerdictRollup.__table__.columns)
-ROLLUP_KEY = tuple(c.name for c in VerdictRollup.__table__.primary_key.columns)
+ROLLUP_KEY = tuple(c.name for c in VerdictRollup.__table__.primary_key)
 ROLLUP_COUNTS = tuple(name for name in ROLLUP_COLUMNS if name not in ROLLUP_KEY)
 _ADD_COUNTS = ", ".join(f"{n} = verdict_rollups.{n} + excluded.{n}" for n in ROLLUP_COUNTS)
 
@@ -104,11 +105,12 @@ class _Store:
     def __init__(self, engine: Engine, shard: int) -> None:
         self._engine = engine
         self._shard = shard
-        self._connection = None
-        self.lock = nullcontext()  # held around every write of the database (see SQLite's)
+        self._connection: PoolProxiedConnection | None = None
+        # held around every write of the database (see SQLite's)
+        self.lock: AbstractContextManager = nullcontext()
         # Times go into the JSON as the database reads them: ISO 8601 for PostgreSQL, and for
         # SQLite the text SQLAlchemy stores (so that reads through SQLAlchemy find them).
-        processor = StoredVerdict.__table__.c.received_at.type.dialect_impl(
+        processor = VERDICTS.c.received_at.type.dialect_impl(
             engine.dialect).bind_processor(engine.dialect)
         self._time_text = processor or datetime.isoformat
 
@@ -119,12 +121,13 @@ class _Store:
         if self._connection is None:
             self._connection = self._engine.raw_connection()
             self._connected(self._connection.driver_connection)
+        connection = self._connection
         try:
-            return self._write(self._connection.driver_connection,
+            return self._write(connection.driver_connection,
                                [(wave, json.dumps(wave, default=self._time_text))
                                 for wave in _waves(rows)])
         except BaseException:
-            connection, self._connection = self._connection, None
+            self._connection = None
             try:
                 connection.invalidate()
             except Exception:  # the connection is gone already
@@ -133,6 +136,14 @@ class _Store:
 
     def _connected(self, connection) -> None:
         """A new connection: learn what the schema needs."""
+
+    def forget_keys(self, keys: list[tuple[str, str]]) -> None:
+        """Delete stored keys whose verdicts are gone (only PostgreSQL keeps keys apart)."""
+        raise RuntimeError(f"stored keys without their verdicts: {len(keys)}")
+
+    def _write(self, connection, waves: list[tuple[list[dict], str]]) -> dict[tuple, tuple]:
+        """Write the waves of rows (each with its JSON) on the driver's connection, commit."""
+        raise NotImplementedError
 
     def close(self) -> None:
         if self._connection is not None:
@@ -188,7 +199,8 @@ class _PostgresStore(_Store):
         insert = f"INSERT INTO verdicts ({', '.join(INPUT_COLUMNS + CHAIN_COLUMNS)}) "
         if keyed:
             new = (f"keyed AS (INSERT INTO verdict_keys (gateway, stream_id) "
-                   f"SELECT gateway, stream_id FROM incoming ON CONFLICT DO NOTHING "
+                   f"SELECT gateway, stream_id FROM incoming ORDER BY gateway, stream_id "
+                   f"ON CONFLICT DO NOTHING "
                    f"RETURNING gateway, stream_id), "
                    f"inserted AS ({insert}SELECT incoming.* FROM incoming "
                    f"JOIN keyed USING (gateway, stream_id) ")
@@ -206,6 +218,14 @@ class _PostgresStore(_Store):
             f"ON CONFLICT ({', '.join(ROLLUP_KEY)}) DO UPDATE SET {_ADD_COUNTS}) "
             f"SELECT gateway, stream_id, id, {', '.join(CHAIN_COLUMNS)} FROM inserted")
 
+    def forget_keys(self, keys: list[tuple[str, str]]) -> None:
+        driver = None if self._connection is None else self._connection.driver_connection
+        assert driver is not None  # insert() came first, on this connection
+        with driver.cursor() as cursor:
+            cursor.execute("DELETE FROM verdict_keys WHERE (gateway, stream_id) IN "
+                           "(SELECT * FROM unnest(%s::text[], %s::text[]))",
+                           ([g for g, _ in keys], [s for _, s in keys]))
+
     def _connected(self, connection) -> None:
         # An unpartitioned verdicts table (a schema before migration 0004, as the partitioning
         # benchmark keeps one) holds its unique key itself.
@@ -216,7 +236,7 @@ class _PostgresStore(_Store):
 
     def _write(self, connection, waves: list[tuple[list[dict], str]]) -> dict[tuple, tuple]:
         connection.autocommit = True  # reset when it goes back to the pool (close)
-        new = {}
+        new: dict[tuple, tuple] = {}
         with connection.cursor() as cursor:
             for _rows, wave in waves:
                 cursor.execute(self._statement, (wave, self._shard), prepare=True)
@@ -224,7 +244,7 @@ class _PostgresStore(_Store):
         return new
 
     def close(self) -> None:
-        if self._connection is not None:
+        if self._connection is not None and self._connection.driver_connection is not None:
             self._connection.driver_connection.autocommit = False  # as the pool hands it out
         super().close()
 
@@ -397,7 +417,7 @@ class VerdictWriter:
             # Whatever went wrong, the transaction rolled back: answer 503 and keep the thread
             # alive for the next batch.  Database trouble is expected; anything else is a bug.
             metrics.DB_WRITE_ERRORS.inc()
-            if isinstance(exc, SQLAlchemyError) or _is_driver_error(exc):
+            if isinstance(exc, (SQLAlchemyError, WriterUnavailable)) or _is_driver_error(exc):
                 log.warning("group commit of %d verdicts failed: %s", len(batch),
                             type(exc).__name__)
             else:
@@ -407,7 +427,7 @@ class VerdictWriter:
             return
         metrics.DB_WRITE_SECONDS.observe(time.perf_counter() - started)
         metrics.DB_WRITE_BATCH.observe(len(batch))
-        for pending, result in zip(batch, results):
+        for pending, result in zip(batch, results, strict=True):
             if result.outcome == CREATED:
                 metrics.count_stored(pending.tool_label, result.row, rollup_counts(result.row))
         _answer(batch, results)
@@ -418,26 +438,28 @@ class VerdictWriter:
         for row in rows:
             first_of_key.setdefault((row["gateway"], row["stream_id"]), row)
         new_ids = self._store.insert(list(first_of_key.values()))
-        stored = {}
+        # Stored before: committed by now, read back as any reader would.
+        stored = self._read_back([key for key in first_of_key if key not in new_ids])
+        orphans = [key for key in first_of_key if key not in new_ids and key not in stored]
+        if orphans:
+            # PostgreSQL: a key whose verdict is gone (retention dropped its day while a post
+            # of it was on its way).  The key goes, and the verdict is stored anew.
+            self._store.forget_keys(orphans)
+            again = self._store.insert([first_of_key[key] for key in orphans])
+            new_ids.update(again)
+            stored.update(self._read_back([key for key in orphans if key not in again]))
         for key, (row_id, previous_category, previous_retryable) in new_ids.items():
             stored[key] = row = first_of_key[key]  # the request's own row, stored now
             row["id"] = row_id
             row["previous_category"] = previous_category
             row["previous_retryable"] = previous_retryable
-        missing = [key for key in first_of_key if key not in new_ids]
-        if missing:  # stored before: committed by now, read them back as any reader would
-            table = StoredVerdict.__table__
-            with self._engine.connect() as connection:
-                existing = connection.execute(
-                    select(table).where(tuple_(table.c.gateway, table.c.stream_id).in_(missing))
-                ).mappings()
-                for found in existing:
-                    stored[(found["gateway"], found["stream_id"])] = dict(found)
 
         results = []
         for row in rows:
             key = (row["gateway"], row["stream_id"])
-            kept = stored[key]
+            kept = stored.get(key)
+            if kept is None:  # its key and its verdict came and went again meanwhile
+                raise WriterUnavailable("the verdict was removed while it was being stored")
             if row is first_of_key[key] and key in new_ids:
                 results.append(WriteResult(CREATED, kept))
             elif kept["body_sha256"] == row["body_sha256"]:
@@ -445,6 +467,16 @@ class VerdictWriter:
             else:
                 results.append(WriteResult(CONFLICT, kept))
         return results
+
+    def _read_back(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], dict]:
+        if not keys:
+            return {}
+        table = VERDICTS
+        with self._engine.connect() as connection:
+            found = connection.execute(
+                select(table).where(tuple_(table.c.gateway, table.c.stream_id).in_(keys))
+            ).mappings()
+            return {(row["gateway"], row["stream_id"]): dict(row) for row in found}
 
     def _maintain_when_due(self) -> None:
         """Between batches, every retention interval: PostgreSQL's partitions made ahead of
@@ -465,6 +497,9 @@ class VerdictWriter:
             log.warning("database upkeep failed (tried again in a minute): %s",
                         type(exc).__name__)
             self._next_upkeep = time.monotonic() + 60
+        except Exception:  # a bug: logged, and the writer goes on storing verdicts
+            log.exception("database upkeep failed (tried again in a minute)")
+            self._next_upkeep = time.monotonic() + 60
 
 
 def prune(engine: Engine, older_than: datetime) -> int:
@@ -474,13 +509,13 @@ def prune(engine: Engine, older_than: datetime) -> int:
     deleted, in small transactions."""
     if partitions.is_partitioned(engine):
         return partitions.prune(engine, older_than)
-    table = StoredVerdict.__table__
     total = 0
     while True:
         with engine.begin() as connection:
-            doomed = (select(table.c.id).where(table.c.ended_at < older_than)
+            doomed = (select(VERDICTS.c.id).where(VERDICTS.c.ended_at < older_than)
                       .limit(PRUNE_BATCH_ROWS).scalar_subquery())
-            deleted = connection.execute(delete(table).where(table.c.id.in_(doomed))).rowcount
+            deleted = connection.execute(
+                delete(VERDICTS).where(VERDICTS.c.id.in_(doomed))).rowcount
         total += deleted
         if deleted < PRUNE_BATCH_ROWS:
             return total
@@ -531,7 +566,7 @@ def _expire(done: asyncio.Future) -> None:
 def _answer(batch: list[_Pending], outcomes: list) -> None:
     """Hand every request its result with one wake-up of each event loop involved."""
     by_loop: dict[asyncio.AbstractEventLoop, list] = defaultdict(list)
-    for pending, outcome in zip(batch, outcomes):
+    for pending, outcome in zip(batch, outcomes, strict=True):
         by_loop[pending.loop].append((pending.done, outcome))
     for loop, answers in by_loop.items():
         try:

@@ -3,9 +3,9 @@ ahead of time (service/partitions.py); the idempotency key (gateway, stream_id) 
 its own, verdict_keys, since a partitioned table's unique keys must hold ended_at.  SQLite: no
 change, its verdicts table stays one plain table.
 
-The rows are copied into the new table's default partition; the service moves yesterday's and
-today's into their day partitions when it starts, and the older ones leave by retention.  On a
-large table, run it (``fastsse-service migrate``) while ingest is stopped: it copies every row.
+Every day that holds rows gets its partition here, before the rows are copied, so that the
+default partition starts empty (the service makes the days ahead).  On a large table, run it
+(``fastsse-service migrate``) while ingest is stopped: it copies every row.
 
 Revision ID: 0004
 Revises: 0003
@@ -14,6 +14,9 @@ Create Date: 2026-12-01
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+import sqlalchemy as sa
 from alembic import op
 
 revision = '0004'
@@ -48,6 +51,13 @@ def upgrade() -> None:
     for statement in INDEXES:
         op.execute(statement)
     op.execute("CREATE TABLE verdicts_default PARTITION OF verdicts DEFAULT")
+    # One partition per UTC day with rows, named as service/partitions.py names them.
+    days = op.get_bind().execute(sa.text(
+        "SELECT DISTINCT (ended_at AT TIME ZONE 'UTC')::date FROM verdicts_plain")).scalars()
+    for day in days:
+        low, high = day.isoformat(), (day + timedelta(days=1)).isoformat()
+        op.execute(f"CREATE TABLE verdicts_p{day:%Y%m%d} PARTITION OF verdicts "
+                   f"FOR VALUES FROM ('{low} 00:00:00+00') TO ('{high} 00:00:00+00')")
     op.execute("CREATE TABLE verdict_keys (gateway varchar(64) NOT NULL, "
                "stream_id varchar(128) NOT NULL, "
                "CONSTRAINT pk_verdict_keys PRIMARY KEY (gateway, stream_id))")

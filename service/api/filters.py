@@ -7,7 +7,9 @@ from datetime import datetime, timezone
 from typing import Annotated
 
 from fastapi import Depends, Query
-from pydantic import AfterValidator, BeforeValidator
+from pydantic import AfterValidator, BeforeValidator, WithJsonSchema
+
+import fastsse
 
 from ..queries import RATE_DIMENSIONS, RollupFilter, Span
 from .deps import invalid_parameter
@@ -50,6 +52,18 @@ def _in_utc(value: datetime) -> datetime:
 
 
 IsoTime = Annotated[datetime, BeforeValidator(_iso_only), AfterValidator(_in_utc)]
+
+
+def _a_category(value: str) -> str:
+    if value not in fastsse.CATEGORIES:
+        raise ValueError(f"must be one of fastsse's categories: {', '.join(fastsse.CATEGORIES)}")
+    return value
+
+
+# A category filter: one of fastsse's own (a misspelt one is a 422 that lists them, not an
+# empty page).
+CategoryName = Annotated[str, AfterValidator(_a_category),
+                         WithJsonSchema({"type": "string", "enum": list(fastsse.CATEGORIES)})]
 
 
 def parse_by(text: str) -> tuple[str, ...]:

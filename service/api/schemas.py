@@ -4,78 +4,49 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from ..db import as_utc
+from ..verdict_fields import API_COLUMNS, FIELDS, VerdictField
 
 
-class VerdictOut(BaseModel):
-    """A stored verdict: fastsse's verdict fields plus what the service knows of the stream."""
-
-    id: int
-    stream_id: str
-    gateway: str = Field(description="The gateway whose credential posted the stream.")
-    tool: str
-    received_at: datetime = Field(description="When the service received the post.")
-    ended_at: datetime = Field(description="When the stream ended, as the gateway said "
-                                           "(ended_at), else when the post arrived.")
-    category: str = Field(description="The first failure found, in fastsse's fixed order; "
-                                      "'complete' only when none was found.")
-    complete: bool
-    silent: bool = Field(description="Failed while the transport looked clean (transport=eof, "
-                                     "upstream_status < 400): a failure clients take as success.")
-    retryable: bool
-    message: str
-    protocol: str
-    finish_reason: str | None
-    finish_reason_raw: str | None
-    transport: str
-    upstream_status: int | None
-    end_marker_seen: bool
-    finish_reason_seen: bool
-    residual_bytes: int
-    events: int
-    bytes: int
-    comments: int
-    malformed_events: int
-    text_events: int
-    reasoning_events: int
-    refusal_events: int
-    tool_calls: int
-    choices: int
-    error_code: str | None
-    limit: str | None
-    model: str | None = Field(description="The model the stream says served it.")
-    model_requested: str | None
-    model_fallback: bool = Field(description="Served by a different model than requested "
-                                             "(a dated variant of the same model is not one).")
-    request_id: str | None
-    attempt: int | None
-    previous_category: str | None = Field(description="The category of the attempt stored "
-                                                      "before this one for the same gateway "
-                                                      "and request_id; null for a first.")
-    previous_retryable: bool | None
+class _StoredVerdict(BaseModel):
+    """What every stored verdict answer can do: be built from a verdicts row."""
 
     @classmethod
-    def from_row(cls, row) -> VerdictOut:
-        values = dict(row)
-        values["limit"] = values.pop("limit_kind")
-        values["model"] = values.pop("model_served")
+    def from_row(cls, row) -> _StoredVerdict:
+        values = {name: row[column] for name, column in API_COLUMNS}
         values["received_at"] = as_utc(values["received_at"])
         values["ended_at"] = as_utc(values["ended_at"])
         return cls.model_validate(values)
 
 
-# VerdictOut's fields, and the row column each comes from where the names differ.
-_ROW_COLUMN = {"limit": "limit_kind", "model": "model_served"}
-_FIELDS = tuple((name, _ROW_COLUMN.get(name, name)) for name in VerdictOut.model_fields)
+def _api_field(field: VerdictField) -> tuple[Any, Any]:
+    annotation = field.python | None if field.nullable else field.python
+    return annotation, Field(description=field.description)
+
+
+# A stored verdict: fastsse's verdict fields plus what the service knows of the stream, one
+# field per column the API shows (service/verdict_fields.py), the row's id first.
+if TYPE_CHECKING:  # a type checker cannot see the fields of a model made at run time
+    VerdictOut = _StoredVerdict
+else:
+    VerdictOut = create_model(
+        "VerdictOut",
+        __base__=_StoredVerdict,
+        __doc__="A stored verdict: fastsse's verdict fields plus what the service knows of "
+                "the stream.",
+        id=(int, ...),
+        **{f.api_name: _api_field(f) for f in FIELDS if f.api_name is not None},
+    )
 
 
 def verdict_json(row) -> bytes:
     """A stored row as VerdictOut's JSON, without building the model: the ingest route answers
     every post with it (tests check that it equals VerdictOut's own serialization)."""
-    values = {name: row[column] for name, column in _FIELDS}
+    values = {name: row[column] for name, column in API_COLUMNS}
     values["received_at"] = _utc_text(values["received_at"])
     values["ended_at"] = _utc_text(values["ended_at"])
     return json.dumps(values, ensure_ascii=False, separators=(",", ":")).encode()

@@ -162,6 +162,7 @@ class Tap:
         named = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw_headers}
         path, query = scope["path"], scope.get("query_string") or b""
         asked = generation(scope["method"], path, body, query)
+        assert self._client is not None, "startup() first"
         request = self._client.build_request(scope["method"], self._upstream_url(scope),
                                              headers=_forwarded(raw_headers, request=True),
                                              content=body)
@@ -177,6 +178,7 @@ class Tap:
         """The upstream's response (its head); None when it could not be had or the client
         hung up first (a non-streamed answer's head comes when it is all generated: the
         upstream request is cancelled rather than left to finish for nobody)."""
+        assert self._client is not None
         sending = asyncio.ensure_future(self._client.send(request, stream=True))
         gone = asyncio.ensure_future(_disconnected(receive))
         try:
@@ -272,6 +274,7 @@ class Tap:
         # may be minutes away): the watcher cancels this task, which then tells it from any
         # other cancellation by `hung_up`.  One watcher per answer, nothing per chunk.
         relay, relaying, hung_up = asyncio.current_task(), True, False
+        assert relay is not None
 
         async def watch() -> None:
             nonlocal hung_up
@@ -281,7 +284,7 @@ class Tap:
                 relay.cancel()
 
         watcher = asyncio.ensure_future(watch())
-        outcome = "eof"
+        outcome: str | None = "eof"
         try:
             async for chunk in response.aiter_raw():
                 if capture is not None:
@@ -382,6 +385,6 @@ def run(settings: TapSettings, host: str, port: int, log_config: dict | None = N
     config = uvicorn.Config(Tap(settings), host=host, port=port, lifespan="on",
                             log_level=settings.log_level, log_config=log_config, http=http,
                             access_log=False, server_header=False, date_header=False,
-                            timeout_graceful_shutdown=settings.shutdown_grace_seconds + 30)
+                            timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) + 30)
     logging.getLogger("uvicorn.error").addFilter(QuietBreaks())  # after uvicorn's dictConfig
     uvicorn.Server(config).run()

@@ -114,7 +114,7 @@ class Spool:
         kept = sorted(self.rejected_dir.glob("*" + SUFFIX))
         sizes = [path.stat().st_size for path in kept]
         total, allowed = sum(sizes), self.max_bytes * REJECTED_SHARE
-        for path, size in zip(kept, sizes):
+        for path, size in zip(kept, sizes, strict=True):
             if total <= allowed:
                 break
             path.unlink(missing_ok=True)
@@ -138,7 +138,7 @@ class Poster:
         self.headers = {"authorization": f"Bearer {token}"} if token else {}
         self.timeout_seconds = timeout_seconds
         self._transport = transport
-        self._queues = [asyncio.Queue() for _ in range(concurrency)]
+        self._queues: list[asyncio.Queue[Spooled]] = [asyncio.Queue() for _ in range(concurrency)]
         self._workers: list[asyncio.Task] = []
         self._client: httpx.AsyncClient | None = None
         self.posted = self.retried = self.refused = 0
@@ -205,6 +205,7 @@ class Poster:
             params, body = await asyncio.to_thread(self.spool.read, name)
         except FileNotFoundError:
             return None
+        assert self._client is not None, "start() first"
         try:
             response = await self._client.post(self.url, params=params, content=body,
                                                headers=self.headers)

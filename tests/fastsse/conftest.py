@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import importlib
 import os
-import random
 from pathlib import Path
 
 import pytest
 
 from fastsse._verdict import VERDICT_FIELDS, Verdict
+
+from .feeding import chunkings
 
 IMPLEMENTATIONS = {"python": "fastsse._scanner_py", "cython": "fastsse._scanner"}
 CORPUS = Path(os.environ.get("FASTSSE_CORPUS") or Path(__file__).resolve().parents[3] / "shared" / "corpus")
@@ -24,39 +25,18 @@ def impl(request):
         pytest.skip(f"{request.param} scanner not importable: {exc}")
 
 
-def chunkings(data: bytes, seed: int = 0):
-    """Whole, byte by byte, and at random split points (a few different ways)."""
-    yield "whole", [data]
-    yield "bytewise", [data[i : i + 1] for i in range(len(data))]
-    rng = random.Random(seed)
-    for attempt in range(3):
-        cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randint(1, 12)))) if len(data) > 1 else []
-        pieces, last = [], 0
-        for cut in cuts:
-            pieces.append(data[last:cut])
-            last = cut
-        pieces.append(data[last:])
-        yield f"random{attempt}", pieces
-
-
-def agree(data: bytes, protocol: str = "auto", chunked: bool = True, **limits):
-    """Both twins give the same verdict, whole and (``chunked``) under several chunkings; byte by
-    byte only for short data.  For the tests that aim at the compiled twin's own fast paths."""
-    from fastsse import _scanner as compiled
-    from fastsse import _scanner_py as python
-
-    verdict = python.scan(data, protocol, **limits)
-    assert compiled.scan(data, protocol, **limits) == verdict
-    if chunked:
-        for name, chunks in chunkings(data, len(data)):
-            if name == "bytewise" and len(data) > 3000:
-                continue
-            for twin in (compiled, python):
-                scanner = twin.Scanner(protocol, **limits)
-                for chunk in chunks:
-                    scanner.feed(chunk)
-                assert scanner.close() == verdict, (twin.__name__, name)
-    return verdict
+@pytest.fixture(autouse=True)
+def no_templates():
+    """Every test starts with the compiled twin's process-wide template table empty and leaves
+    it empty, so that no test's verdicts depend on the tests that ran before it."""
+    try:
+        from fastsse import _scanner as compiled
+    except ImportError:
+        yield
+        return
+    compiled._forget_templates()
+    yield
+    compiled._forget_templates()
 
 
 @pytest.fixture

@@ -1,10 +1,5 @@
-"""Every verdict category, reached from realistic hand-written bytes, in every dialect.
-
-Each stream below is built inline by small per-dialect helpers that write the bytes the way
-the providers put them on the wire (see shared/PROTOCOLS.md): chat chunks as ``data: {json}``,
-Responses events as ``event: <type>`` + ``data:`` with ``sequence_number``, Anthropic events
-named by ``event:`` (optionally padded with spaces before the closing brace), Gemini chunks
-with ``": "`` JSON and ``\\r\\n\\r\\n`` framing.  No corpus file is read here.
+"""Every verdict category, reached from realistic hand-written bytes (tests/fastsse/streams.py),
+in every dialect, and the protocol traps that are not plain table rows.
 
 Every case goes through the ``judge`` fixture, which feeds it whole, byte by byte and at random
 split points, on both scanner twins, and fails unless all agree.
@@ -12,15 +7,11 @@ split points, on both scanner twins, and fails unless all agree.
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import re
 from dataclasses import dataclass, field
 
 import pytest
 
-from fastsse import CATEGORIES, PROTOCOLS
-from fastsse._limits import MAX_CHOICES, MAX_TOOL_CALLS
+from fastsse import CATEGORIES
 from fastsse._verdict import (
     MESSAGE_ABNORMAL_FINISH,
     MESSAGE_BLOCKED_PROMPT,
@@ -30,8 +21,67 @@ from fastsse._verdict import (
     MESSAGE_REFUSAL,
 )
 
-DIALECTS = ("chat", "responses", "anthropic", "gemini")
-assert set(DIALECTS) | {"auto"} == set(PROTOCOLS)
+from .streams import (
+    A_MODEL,
+    CHAT_DONE,
+    CUT_CHAT_CHUNK,
+    DIALECTS,
+    DSR,
+    G_MODEL,
+    GEMINI_DATA_ERROR,
+    GROQ_ERROR,
+    MAGISTRAL,
+    NO_KEY,
+    OPENAI_ERROR,
+    PING,
+    QUOTA,
+    R_MODEL,
+    SAFETY_RATINGS,
+    _response,
+    a,
+    a_end,
+    a_error,
+    a_server_tool,
+    a_start,
+    a_text,
+    a_thinking,
+    a_tool,
+    anthropic,
+    anthropic_text,
+    cand,
+    chat,
+    chat_chunk,
+    chat_function_call,
+    chat_reasoning,
+    chat_text,
+    chat_tool_stream,
+    chat_usage,
+    choice,
+    function_call,
+    g_bare_error,
+    g_chunk,
+    g_final,
+    gemini,
+    gemini_text,
+    mistral_thinking,
+    openrouter_finish,
+    r,
+    r_completed,
+    r_completed_saying,
+    r_created,
+    r_failed,
+    r_function_call,
+    r_incomplete,
+    r_message,
+    r_reasoning,
+    r_refusal,
+    responses,
+    responses_text,
+    text,
+    tgi_stream,
+    thought,
+    tool_call,
+)
 
 # Our own statement of the retry rule (not read from fastsse): transient faults are worth a
 # retry, walls the same request would hit again (limits, filters, token caps) are not.
@@ -53,422 +103,7 @@ EXPECTED_RETRYABLE = {
 }
 assert tuple(EXPECTED_RETRYABLE) == CATEGORIES
 
-# A unique marker for payload text: it must never surface in a verdict.
-CANARY = "Qz7cAnArY4xW9mK2vLp"
 
-
-def _json(obj, gemini: bool = False) -> bytes:
-    # Gemini puts a space after every colon ("candidates": [), OpenAI/Anthropic write compact JSON.
-    return json.dumps(obj, separators=(",", ": ") if gemini else (",", ":"), ensure_ascii=False).encode()
-
-
-# =============================================================================================
-# chat (OpenAI Chat Completions and compatibles)
-# =============================================================================================
-NO_KEY = object()  # leave the finish_reason key out entirely (Snowflake, Z.ai)
-
-
-def choice(index=0, finish=None, **delta):
-    c = {"index": index, "delta": delta, "logprobs": None}
-    if finish is not NO_KEY:
-        c["finish_reason"] = finish
-    return c
-
-
-def chat_chunk(*choices, model="gpt-4o-mini-2024-07-18", **top) -> bytes:
-    obj = {
-        "id": "chatcmpl-BRq8xY2mT4kLz9wQe",
-        "object": "chat.completion.chunk",
-        "created": 1745923011,
-        "model": model,
-        "system_fingerprint": "fp_96c46af214",
-        "choices": list(choices),
-    }
-    obj.update(top)
-    return b"data: " + _json(obj) + b"\n\n"
-
-
-def chat_usage(**extra) -> bytes:
-    """The include_usage chunk: empty choices, totals, after the finish chunk."""
-    usage = {"prompt_tokens": 19, "completion_tokens": 10, "total_tokens": 29}
-    return chat_chunk(usage=usage, **extra)
-
-
-def tool_call(index, arguments, id=None, name=None):
-    call = {"index": index, "function": {"arguments": arguments}}
-    if id is not None:
-        call = {"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": arguments}}
-    return call
-
-
-CHAT_DONE = b"data: [DONE]\n\n"
-
-
-def chat(*chunks, done=True) -> bytes:
-    return b"".join(chunks) + (CHAT_DONE if done else b"")
-
-
-def chat_text(*pieces, finish="stop", usage=False, done=True) -> bytes:
-    """role chunk, one chunk per text piece, finish chunk, optional usage chunk, [DONE]."""
-    chunks = [chat_chunk(choice(role="assistant", content="", refusal=None))]
-    chunks += [chat_chunk(choice(content=p)) for p in pieces]
-    if finish is not None:
-        chunks.append(chat_chunk(choice(finish=finish)))
-    if usage:
-        chunks.append(chat_usage())
-    return chat(*chunks, done=done)
-
-
-def chat_tool_stream(*arg_pieces, name="get_weather", finish="tool_calls") -> bytes:
-    return chat(
-        chat_chunk(choice(role="assistant", content=None)),
-        chat_chunk(choice(tool_calls=[tool_call(0, "", id="call_Jm2Wh1yEaYG4", name=name)])),
-        *[chat_chunk(choice(tool_calls=[tool_call(0, p)])) for p in arg_pieces],
-        chat_chunk(choice(finish=finish)),
-    )
-
-
-def chat_function_call(*arg_pieces, name="repl", model="gpt-3.5-turbo-0613", finish="function_call"):
-    """Legacy function calling (gpt-3.5-turbo-0613): delta.function_call, named on its first
-    fragment, its arguments in the fragments after; finish_reason "function_call"."""
-    first = {"role": "assistant", "content": None, "function_call": {"name": name, "arguments": ""}}
-    return chat(
-        chat_chunk(choice(**first), model=model),
-        *[chat_chunk(choice(function_call={"arguments": p}), model=model) for p in arg_pieces],
-        chat_chunk(choice(finish=finish), model=model),
-    )
-
-
-def tgi_stream(*pieces, finish="eos_token"):
-    """Hugging Face TGI: an empty id, model "tgi", "" as the finish reason of every chunk
-    before the last (TGI 2.3), then its own finish reason."""
-    def tgi(delta, finish_reason):
-        return chat_chunk(choice(finish=finish_reason, **delta), model="tgi", id="",
-                          system_fingerprint="2.3.1-sha-a094729-rocm")
-
-    return chat(tgi({"role": "assistant", "content": pieces[0]}, ""),
-                *[tgi({"content": p}, "") for p in pieces[1:]], tgi({}, finish))
-
-
-def openrouter_finish(*pieces, finish, native, model="google/gemini-2.5-flash"):
-    """OpenRouter: its normalized finish_reason beside the upstream's native_finish_reason."""
-    last = choice(finish=finish)
-    last["native_finish_reason"] = native
-    return b": OPENROUTER PROCESSING\n\n" + chat(
-        *[chat_chunk(choice(content=p), model=model) for p in pieces],
-        chat_chunk(last, model=model), chat_usage(model=model))
-
-
-def mistral_thinking(t):
-    """Magistral: delta.content is a list of typed parts; reasoning is a "thinking" part."""
-    return [{"type": "thinking", "thinking": [{"type": "text", "text": t}]}]
-
-
-def chat_reasoning(*thoughts, key="reasoning_content", model="deepseek-reasoner") -> list[bytes]:
-    return [chat_chunk(choice(role="assistant", content=None, **{key: ""}), model=model)] + [
-        chat_chunk(choice(content=None, **{key: t}), model=model) for t in thoughts
-    ]
-
-
-# =============================================================================================
-# responses (OpenAI Responses)
-# =============================================================================================
-RESP_ID = "resp_68c42d0fb418819dbfa579f69406b495"
-MSG_ID = "msg_68c42d1d0878819d8266007cd3d1402c"
-RS_ID = "rs_68c42d1d0878819d8266007cd3d1403e"
-FC_ID = "fc_68c42d1d0878819d8266007cd3d1404f"
-R_MODEL = "gpt-5-mini-2025-08-07"
-
-
-def r(type_, **fields):
-    return {"type": type_, **fields}
-
-
-def _response(status, output=(), **extra):
-    return {
-        "id": RESP_ID,
-        "object": "response",
-        "created_at": 1757687055,
-        "status": status,
-        "error": None,
-        "incomplete_details": None,
-        "model": R_MODEL,
-        "output": list(output),
-        **extra,
-    }
-
-
-def r_created():
-    return [
-        r("response.created", response=_response("in_progress")),
-        r("response.in_progress", response=_response("in_progress")),
-    ]
-
-
-def r_message(*deltas):
-    events = [
-        r(
-            "response.output_item.added",
-            output_index=0,
-            item={"id": MSG_ID, "type": "message", "status": "in_progress", "content": [], "role": "assistant"},
-        ),
-        r(
-            "response.content_part.added",
-            item_id=MSG_ID,
-            output_index=0,
-            content_index=0,
-            part={"type": "output_text", "annotations": [], "text": ""},
-        ),
-    ]
-    events += [
-        r("response.output_text.delta", item_id=MSG_ID, output_index=0, content_index=0, delta=d, logprobs=[])
-        for d in deltas
-    ]
-    text = "".join(deltas)
-    events += [
-        r("response.output_text.done", item_id=MSG_ID, output_index=0, content_index=0, text=text, logprobs=[]),
-        r(
-            "response.output_item.done",
-            output_index=0,
-            item={
-                "id": MSG_ID,
-                "type": "message",
-                "status": "completed",
-                "content": [{"type": "output_text", "annotations": [], "text": text}],
-                "role": "assistant",
-            },
-        ),
-    ]
-    return events
-
-
-def r_reasoning(*summary_deltas, kind="reasoning_summary_text"):
-    events = [r("response.output_item.added", output_index=0, item={"id": RS_ID, "type": "reasoning", "summary": []})]
-    events += [
-        r(f"response.{kind}.delta", item_id=RS_ID, output_index=0, summary_index=0, delta=d) for d in summary_deltas
-    ]
-    return events
-
-
-def r_function_call(arguments, name="get_weather"):
-    return [
-        r(
-            "response.output_item.added",
-            output_index=0,
-            item={
-                "id": FC_ID,
-                "type": "function_call",
-                "status": "in_progress",
-                "arguments": "",
-                "call_id": "call_sVidsfFJ6zlz",
-                "name": name,
-            },
-        ),
-        r("response.function_call_arguments.delta", item_id=FC_ID, output_index=0, delta=arguments),
-        r("response.function_call_arguments.done", item_id=FC_ID, output_index=0, arguments=arguments),
-    ]
-
-
-def r_completed(text=""):
-    output = [{"type": "message", "content": [{"type": "output_text", "text": text}]}] if text else []
-    return r(
-        "response.completed",
-        response=_response("completed", output, usage={"input_tokens": 12, "output_tokens": 9, "total_tokens": 21}),
-    )
-
-
-def r_completed_saying(status, reason=None, **extra):
-    """A response.completed whose response contradicts its name (as a wrong mock or a proxy
-    may send it; a real server sends response.incomplete / response.failed instead)."""
-    details = None if reason is None else {"reason": reason}
-    return r("response.completed", response=_response(status, incomplete_details=details, **extra))
-
-
-def r_incomplete(reason):
-    details = None if reason is None else {"reason": reason}
-    return r("response.incomplete", response=_response("incomplete", incomplete_details=details))
-
-
-def r_failed(code, message):
-    return r("response.failed", response=_response("failed", error={"code": code, "message": message}))
-
-
-def r_refusal(delta):
-    return r("response.refusal.delta", item_id=MSG_ID, output_index=0, content_index=0, delta=delta)
-
-
-def responses(*events, seqs=None, event_lines=True, done=False, comments=0) -> bytes:
-    """Frame events; sequence_number counts 0, 1, 2, ... unless seqs says otherwise (None: omit)."""
-    out = [b": OPENROUTER PROCESSING\n\n"] * comments
-    numbers = list(range(len(events))) if seqs is None else seqs
-    for event, seq in zip(events, numbers, strict=True):
-        if seq is not None:
-            event = {**event, "sequence_number": seq}
-        head = b"event: " + event["type"].encode() + b"\n" if event_lines else b""
-        out.append(head + b"data: " + _json(event) + b"\n\n")
-    if done:
-        out.append(b"data: [DONE]\n\n")
-    return b"".join(out)
-
-
-def responses_text(*deltas, **kw) -> bytes:
-    return responses(*r_created(), *r_message(*deltas), r_completed("".join(deltas)), **kw)
-
-
-# =============================================================================================
-# anthropic (Messages)
-# =============================================================================================
-A_MODEL = "claude-sonnet-4-5-20250929"
-
-
-def a(type_, **fields):
-    return {"type": type_, **fields}
-
-
-def a_start(model=A_MODEL):
-    message = {
-        "id": "msg_01UdjYBBipA9omjYhicnevgq", "type": "message", "role": "assistant", "model": model,
-        "content": [], "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": 25, "output_tokens": 1},
-    }  # fmt: skip
-    return a("message_start", message=message)
-
-
-PING = a("ping")
-
-
-def a_text(index, *texts):
-    return [
-        a("content_block_start", index=index, content_block={"type": "text", "text": ""}),
-        *[a("content_block_delta", index=index, delta={"type": "text_delta", "text": t}) for t in texts],
-        a("content_block_stop", index=index),
-    ]
-
-
-def a_thinking(index, *thoughts):
-    return [
-        a("content_block_start", index=index, content_block={"type": "thinking", "thinking": "", "signature": ""}),
-        *[a("content_block_delta", index=index, delta={"type": "thinking_delta", "thinking": t}) for t in thoughts],
-        a("content_block_delta", index=index, delta={"type": "signature_delta", "signature": "EqQBCkYIBxgCKkBk"}),
-        a("content_block_stop", index=index),
-    ]
-
-
-def a_tool(index, *partials, name="get_weather", stop=True):
-    block = {"type": "tool_use", "id": "toolu_01EKqbqmZrGRXy18eN7m9kvY", "name": name, "input": {}}
-    events = [a("content_block_start", index=index, content_block=block)]
-    events += [
-        a("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": p}) for p in partials
-    ]
-    if stop:
-        events.append(a("content_block_stop", index=index))
-    return events
-
-
-def a_end(stop_reason, **delta_extra):
-    return [
-        a(
-            "message_delta",
-            delta={"stop_reason": stop_reason, "stop_sequence": None, **delta_extra},
-            usage={"output_tokens": 42},
-        ),
-        a("message_stop"),
-    ]
-
-
-def a_server_tool(index, query):
-    block = {"type": "server_tool_use", "id": "srvtoolu_01WYG3ziw53XMcoyKL4XcZmE", "name": "web_search", "input": {}}
-    return [
-        a("content_block_start", index=index, content_block=block),
-        a(
-            "content_block_delta",
-            index=index,
-            delta={"type": "input_json_delta", "partial_json": json.dumps({"query": query})},
-        ),
-        a("content_block_stop", index=index),
-    ]
-
-
-def a_error(error_type, message):
-    return a("error", error={"type": error_type, "message": message})
-
-
-def anthropic(*events, pad=0) -> bytes:
-    """Frame events; pad > 0 puts that many spaces before each closing brace, as the API does."""
-    out = []
-    for event in events:
-        body = b'{"type": "ping"}' if event == PING else _json(event)
-        if pad:
-            body = body[:-1] + b" " * pad + b"}"
-        out.append(b"event: " + event["type"].encode() + b"\ndata: " + body + b"\n\n")
-    return b"".join(out)
-
-
-def anthropic_text(*texts, stop_reason="end_turn", pad=0) -> bytes:
-    return anthropic(a_start(), *a_text(0, *texts), *a_end(stop_reason), pad=pad)
-
-
-# =============================================================================================
-# gemini (streamGenerateContent?alt=sse)
-# =============================================================================================
-G_MODEL = "gemini-2.5-flash"
-
-
-def text(t):
-    return {"text": t}
-
-
-def thought(t):
-    return {"text": t, "thought": True}
-
-
-def function_call(name, args):
-    return {"functionCall": {"name": name, "args": args}, "thoughtSignature": "CiQBcsjafJ2bT0S3"}
-
-
-def cand(*parts, finish=None, index=None, **extra):
-    c = {"content": {"parts": list(parts), "role": "model"}} if parts else {}
-    if finish is not None:
-        c["finishReason"] = finish
-    if index is not None:
-        c["index"] = index
-    c.update(extra)
-    return c
-
-
-def g_chunk(*candidates, **top) -> bytes:
-    obj = {}
-    if candidates:
-        obj["candidates"] = list(candidates)
-    obj.update(top)
-    obj["usageMetadata"] = {"promptTokenCount": 9, "totalTokenCount": 9}
-    obj["modelVersion"] = G_MODEL
-    obj["responseId"] = "w1peaMz6INOvnvgPgYfPiQY"
-    return b"data: " + _json(obj, gemini=True) + b"\r\n\r\n"
-
-
-def g_bare_error(code, message, status) -> bytes:
-    """A mid-stream error as Google sends it: pretty-printed JSON, no data: framing."""
-    return json.dumps({"error": {"code": code, "message": message, "status": status}}, indent=2).encode() + b"\n"
-
-
-def g_final(*parts, finish="STOP", **extra) -> bytes:
-    return g_chunk(cand(*parts, finish=finish, **extra))
-
-
-def gemini(*chunks) -> bytes:
-    return b"".join(chunks)
-
-
-def gemini_text(*pieces, finish="STOP") -> bytes:
-    chunks = [g_chunk(cand(text(p))) for p in pieces[:-1]]
-    chunks.append(g_chunk(cand(text(pieces[-1]), finish=finish)))
-    return gemini(*chunks)
-
-
-# =============================================================================================
-# The table: (name, protocol, bytes, expected category, further expectations)
-# =============================================================================================
 @dataclass
 class Case:
     name: str
@@ -487,25 +122,6 @@ def case(name, protocol, data, category, *, auto=None, transport="eof", limits=N
 
 
 SMALL = {"max_line_bytes": 64}
-OPENAI_ERROR = (
-    b'data: {"error":{"message":"The server had an error while processing your request.",'
-    b'"type":"server_error","param":null,"code":null}}\n\n'
-)
-GROQ_ERROR = (
-    b'event: error\ndata: {"error":{"message":"Tool call validation failed","type":"invalid_request_error",'
-    b'"code":"tool_use_failed","status_code":400}}\n\n'
-)
-GEMINI_DATA_ERROR = (
-    b'data: {"error": {"code": 503,"message": "The model is overloaded.","status": "UNAVAILABLE"}}\r\n\r\n'
-)
-CUT_CHAT_CHUNK = (  # a chunk whose JSON was cut short, but whose event was still terminated
-    b'data: {"id":"chatcmpl-BRq8xY2mT4kLz9wQe","object":"chat.completion.chunk",'
-    b'"choices":[{"index":0,"delta":{"content":"Hel\n\n'
-)
-QUOTA = "You exceeded your current quota."
-SAFETY_RATINGS = [{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True}]
-DSR = "deepseek-reasoner"
-MAGISTRAL = "magistral-medium-latest"
 
 # fmt: off
 CASES = [
@@ -1027,246 +643,6 @@ def test_sequence_numbers_are_ignored_outside_responses(judge):
 
 
 # =============================================================================================
-# Framing (WHATWG event-stream rules)
-# =============================================================================================
-COMPLETE_STREAMS = {
-    "chat": chat_text("Hello", " there!", usage=True),
-    "responses": responses_text("po", "ng"),
-    "anthropic": anthropic_text("Hello", " there!"),
-    "gemini": gemini_text("The", " capital", " is Paris."),
-}
-
-
-def _lf(data: bytes) -> bytes:
-    return data.replace(b"\r\n", b"\n")
-
-
-def _without_bytes(verdict):
-    return dataclasses.replace(verdict, bytes=0)
-
-
-def feed(impl, chunks, protocol="auto", transport="eof", **limits):
-    scanner = impl.Scanner(protocol, **limits)
-    for chunk in chunks:
-        scanner.feed(chunk)
-    return scanner.close(transport)
-
-
-@pytest.mark.parametrize("dialect", DIALECTS)
-@pytest.mark.parametrize("ending", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
-def test_line_endings(judge, dialect, ending):
-    reference = judge(_lf(COMPLETE_STREAMS[dialect]), dialect)
-    assert reference.category == "complete"
-    data = _lf(COMPLETE_STREAMS[dialect]).replace(b"\n", ending)
-    verdict = judge(data, dialect)
-    assert _without_bytes(verdict) == _without_bytes(reference)
-    assert verdict.bytes == len(data)
-
-
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_mixed_line_endings(judge, dialect):
-    lines = _lf(COMPLETE_STREAMS[dialect]).split(b"\n")
-    # CR is always followed by CRLF: a CR followed by an empty line's LF would be one CRLF.
-    endings = (b"\r\n", b"\n", b"\r")
-    data = b"".join(line + endings[i % 3] for i, line in enumerate(lines[:-1])) + lines[-1]
-    verdict = judge(data, dialect)
-    assert verdict.category == "complete"
-    assert verdict.events == judge(COMPLETE_STREAMS[dialect], dialect).events
-
-
-def test_cr_then_lf_in_next_chunk_is_one_line_end(impl):
-    # The chunk's JSON spans two data: lines; had CR|LF been read as two line ends, the blank
-    # line between them would dispatch the first half alone as a malformed event.
-    first = b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,\r'
-    second = b'\ndata: "delta":{"content":"Hi"},"finish_reason":"stop"}]}\r\n\r\ndata: [DONE]\r\n\r\n'
-    verdict = feed(impl, [first, second], "chat")
-    assert verdict.category == "complete"
-    assert verdict.malformed_events == 0
-    assert verdict.events == 2
-    assert verdict.text_events == 1
-    # also when the CR is the very last byte of a chunk and the LF a chunk of its own,
-    # or when an empty chunk comes between them
-    assert feed(impl, [first, b"\n", second[1:]], "chat") == verdict
-    assert feed(impl, [first, b"", second], "chat") == verdict
-
-
-def test_cr_then_cr_in_next_chunk_is_two_line_ends(impl):
-    verdict = feed(impl, [chat_text("Hi").replace(b"\n", b"\r")[:-1], b"\r"], "chat")
-    assert verdict.category == "complete"
-    assert verdict.end_marker_seen
-
-
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_leading_bom_is_dropped(judge, dialect):
-    data = COMPLETE_STREAMS[dialect]
-    verdict = judge(b"\xef\xbb\xbf" + data, dialect)
-    assert _without_bytes(verdict) == _without_bytes(judge(data, dialect))
-    assert verdict.bytes == len(data) + 3
-
-
-@pytest.mark.parametrize("split", [1, 2], ids=["ef|bbbf", "efbb|bf"])
-def test_bom_split_across_chunks(impl, split):
-    bom = b"\xef\xbb\xbf"
-    data = gemini_text("Paris.")  # one chunk: if its first line were spoilt, nothing would remain
-    verdict = feed(impl, [bom[:split], bom[split:], data], "gemini")
-    assert verdict.category == "complete"
-    assert verdict.events == 1
-    assert feed(impl, [bom[:split], bom[split:] + data[:4], data[4:]], "gemini") == verdict
-
-
-def test_only_one_bom_is_dropped(judge):
-    # A second BOM belongs to the first field name ("\ufeffdata"), so that line is ignored.
-    data = gemini_text("The", " end.")
-    verdict = judge(b"\xef\xbb\xbf" * 2 + data, "gemini")
-    assert verdict.events == 1  # the first chunk is lost
-    assert verdict.text_events == 1
-    assert judge(b"\xef\xbb\xbf" + data, "gemini").events == 2
-
-
-def test_utf16_bom_is_not_honoured(judge):
-    # Decoded as UTF-8 it spoils the first field name, so the (only) chunk is not an event.
-    verdict = judge(b"\xff\xfe" + gemini_text("Paris."), "gemini")
-    assert (verdict.category, verdict.events) == ("no_end_marker", 0)
-
-
-def test_bom_in_the_middle_is_not_dropped(judge):
-    # Only a *leading* BOM is dropped: before the [DONE] line it spoils "data" -> no end marker.
-    data = chat_text("Hi").replace(CHAT_DONE, b"\xef\xbb\xbf" + CHAT_DONE)
-    assert judge(data, "chat").category == "no_end_marker"
-
-
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_comments_and_keepalives(judge, dialect):
-    data = _lf(COMPLETE_STREAMS[dialect])
-    noisy = b": OPENROUTER PROCESSING\n\n:\n\n" + data.replace(b"\n\n", b"\n\n: keep-alive\n\n")
-    noisy = noisy.replace(b"}\n\n", b"}\n: inside an event\n\n", 1)  # between a data line and its blank line
-    verdict = judge(noisy, dialect)
-    assert verdict.category == "complete"
-    assert verdict.events == judge(data, dialect).events
-    assert verdict.comments == sum(1 for line in noisy.split(b"\n") if line.startswith(b":"))
-    assert verdict.comments >= 4
-
-
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_data_without_space(judge, dialect):
-    data = _lf(COMPLETE_STREAMS[dialect]).replace(b"data: ", b"data:")
-    verdict = judge(data, dialect)
-    assert verdict.category == "complete"
-    assert verdict.events == judge(COMPLETE_STREAMS[dialect], dialect).events
-
-
-def test_data_colon_without_space_done(judge):
-    assert judge(chat_text("Hi").replace(b"data: [DONE]", b"data:[DONE]"), "chat").category == "complete"
-
-
-def test_only_one_space_is_removed(judge):
-    # "data:  [DONE]" has the value " [DONE]": not the end marker, and not JSON either.
-    verdict = judge(chat_text("Hi").replace(b"data: [DONE]", b"data:  [DONE]"), "chat")
-    assert verdict.category == "no_end_marker"
-    assert verdict.end_marker_seen is False
-    assert verdict.malformed_events == 1
-
-
-def test_tab_is_not_the_optional_space(judge):
-    verdict = judge(chat_text("Hi").replace(b"data: [DONE]", b"data:\t[DONE]"), "chat")
-    assert verdict.category == "no_end_marker"
-
-
-@pytest.mark.parametrize(
-    "line",
-    [b"Data: [DONE]", b"DATA: [DONE]", b": data: [DONE]", b" data: [DONE]", b"data : [DONE]"],
-    ids=["Data", "DATA", "comment", "leading-space", "space-before-colon"],
-)
-def test_field_names_are_exact(judge, line):
-    # Field names are case-sensitive and taken literally; none of these is the end marker.
-    verdict = judge(chat_text("Hi", done=False) + line + b"\n\n", "chat")
-    assert verdict.category == "no_end_marker"
-    assert verdict.malformed_events == 0
-
-
-@pytest.mark.parametrize(
-    "body",
-    [b'{"a":01}', b'{"a":1.}', b'{"a":NaN}', b'{"a":[1,]}', b"{'a':1}", b'{"a":"\\x"}', b'{"a":1}}', b'{"a":"\x01"}'],
-)
-def test_strict_json(judge, body):
-    """Leading zeros, NaN, trailing commas, single quotes, bad escapes, raw control bytes."""
-    ok = chat_text("Hi")
-    assert judge(ok, "chat").category == "complete"
-    verdict = judge(ok.replace(CHAT_DONE, b"data: " + body + b"\n\n" + CHAT_DONE), "chat")
-    assert (verdict.category, verdict.malformed_events) == ("malformed_event", 1)
-    # the same strictness for tool-call arguments
-    args = body.decode("latin-1")
-    assert judge(chat_tool_stream(args), "chat").category == "tool_call_malformed"
-
-
-def test_multiline_data_is_joined_with_lf(judge):
-    # One chunk's JSON split over two data: lines joins with "\n", which is JSON whitespace.
-    split = (
-        b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk",\n'
-        b'data: "choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}\n\n'
-    )
-    verdict = judge(split + CHAT_DONE, "chat")
-    assert verdict.category == "complete"
-    assert verdict.events == 2
-    assert verdict.text_events == 1
-    # the same split inside a JSON string is not valid (a raw LF in a string)
-    bad = b'data: {"choices":[{"index":0,"delta":{"content":"H\ndata: i"},"finish_reason":"stop"}]}\n\n'
-    assert judge(bad + CHAT_DONE, "chat").malformed_events == 1
-
-
-def test_multiline_data_anthropic(judge):
-    data = anthropic_text("Hi").replace(
-        b'data: {"type":"message_stop"}', b'data: {\ndata:   "type": "message_stop"\ndata: }'
-    )
-    verdict = judge(data, "anthropic")
-    assert verdict.category == "complete"
-    assert verdict.end_marker_seen
-
-
-@pytest.mark.parametrize("tail", [b"", b"\n"], ids=["no-newline", "one-newline"])
-def test_unterminated_final_event_is_residue(judge, tail):
-    complete = chat_text("Hi")
-    data = complete[: -len(b"\n\n")] + tail  # "data: [DONE]" never gets its blank line
-    verdict = judge(data, "chat")
-    assert verdict.category == "no_end_marker"
-    assert verdict.end_marker_seen is False
-    assert verdict.residual_bytes == len(b"data: [DONE]")
-    assert verdict.events == judge(complete, "chat").events - 1
-
-
-def test_unterminated_final_event_anthropic(judge):
-    data = anthropic_text("Hi")[: -len(b"\n")]  # message_stop's blank line missing
-    verdict = judge(data, "anthropic")
-    assert verdict.category == "no_end_marker"
-    assert verdict.residual_bytes == len(b"event: message_stop") + len(b'data: {"type":"message_stop"}')
-
-
-def test_unterminated_final_gemini_chunk(judge):
-    data = gemini(g_chunk(cand(text("The"))), g_chunk(cand(text(" end."), finish="STOP"))[:-2])
-    verdict = judge(data, "gemini")
-    assert verdict.category == "no_end_marker"
-    assert verdict.residual_bytes > 0
-    assert verdict.events == 1
-
-
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_event_without_data_dispatches_nothing(judge, dialect):
-    data = _lf(COMPLETE_STREAMS[dialect])
-    noisy = b"event: ping\n\n" + data.replace(b"\n\n", b"\n\nevent: keepalive\n\n", 1) + b"event: x\n\n"
-    verdict = judge(noisy, dialect)
-    assert verdict.category == "complete"
-    assert verdict.events == judge(data, dialect).events
-    assert verdict.residual_bytes == 0
-
-
-def test_id_retry_and_unknown_fields_are_ignored(judge):
-    data = anthropic_text("Hi").replace(b"event: ", b"id: 7\nretry: 3000\nx-trace: abc\nevent: ")
-    verdict = judge(data, "anthropic")
-    assert verdict.category == "complete"
-    assert verdict.events == judge(anthropic_text("Hi"), "anthropic").events
-
-
-# =============================================================================================
 # Traps from PROTOCOLS.md that are not plain table rows
 # =============================================================================================
 def test_gemini_stop_is_only_final_on_the_last_chunk(judge):
@@ -1303,256 +679,3 @@ def test_chat_done_ends_only_chat(judge):
     verdict = judge(data, "anthropic")
     assert verdict.category == "no_end_marker"
     assert verdict.end_marker_seen is False
-
-
-# =============================================================================================
-# Limits
-# =============================================================================================
-def _lines(data: bytes):
-    return re.split(rb"\r\n|\n|\r", data)
-
-
-def _largest_event(data: bytes) -> int:
-    largest = current = 0
-    for line in _lines(data):
-        if not line:
-            current = 0
-        elif not line.startswith(b":"):
-            current += len(line)
-            largest = max(largest, current)
-    return largest
-
-
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_line_limit_boundary(judge, dialect):
-    data = COMPLETE_STREAMS[dialect]
-    longest = max(len(line) for line in _lines(data))
-    assert judge(data, dialect, max_line_bytes=longest).category == "complete"
-    verdict = judge(data, dialect, max_line_bytes=longest - 1)
-    assert (verdict.category, verdict.limit, verdict.retryable) == ("limit_exceeded", "line", False)
-    assert verdict.message == MESSAGE_LIMITS["line"]
-
-
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_event_limit_boundary(judge, dialect):
-    data = COMPLETE_STREAMS[dialect]
-    largest = _largest_event(data)
-    assert judge(data, dialect, max_event_bytes=largest).category == "complete"
-    verdict = judge(data, dialect, max_event_bytes=largest - 1)
-    assert (verdict.category, verdict.limit) == ("limit_exceeded", "event")
-
-
-@pytest.mark.parametrize("limit", ["max_line_bytes", "max_event_bytes"])
-def test_limit_without_newline(judge, limit):
-    # A run-away line that never ends: the limit is reached without any line terminator.
-    data = chat_chunk(choice(content="x" * 5000))[:-2]
-    assert b"\n" not in data and b"\r" not in data
-    unlimited = judge(data, "chat")
-    assert (unlimited.category, unlimited.residual_bytes) == ("no_end_marker", len(data))
-    verdict = judge(data, "chat", **{limit: 64})
-    assert verdict.category == "limit_exceeded"
-    assert verdict.limit == ("line" if limit == "max_line_bytes" else "event")
-    assert verdict.residual_bytes == 0
-    assert verdict.bytes == len(data)
-
-
-def test_limit_exceeded_in_a_single_feed_call(impl):
-    scanner = impl.Scanner("chat", max_line_bytes=64)
-    scanner.feed(b"data: " + b"y" * 10_000)
-    scanner.feed(b"z" * 10_000)  # ignored: nothing more is read
-    verdict = scanner.close()
-    assert verdict.limit == "line"
-    assert verdict.bytes == 20_006
-
-
-def test_comments_count_against_the_line_limit_only(judge):
-    stream = gemini_text("Hi")
-    longest = max(len(line) for line in _lines(stream))
-    data = b": " + b"k" * 1000 + b"\n\n" + stream
-    # the 1002-byte comment is no part of any event ...
-    verdict = judge(data, "gemini", max_event_bytes=longest)
-    assert (verdict.category, verdict.comments) == ("complete", 1)
-    # ... but it is still a line
-    assert judge(data, "gemini", max_line_bytes=longest).limit == "line"
-
-
-def test_bare_json_counts_against_the_event_limit(judge):
-    data = gemini(g_chunk(cand(text("Hi")))) + g_bare_error(503, "The model is overloaded. " * 8, "UNAVAILABLE")
-    assert judge(data, "gemini").category == "upstream_error"
-    verdict = judge(data, "gemini", max_event_bytes=len(data) // 2 + 1, max_line_bytes=len(data))
-    assert verdict.limit == "event"
-
-
-@pytest.mark.parametrize("dialect", ["chat", "gemini"])
-def test_choices_limit(judge, dialect):
-    def stream(n):
-        if dialect == "chat":
-            return chat(chat_chunk(*[choice(i, content="a", finish="stop") for i in range(n)]))
-        return g_chunk(*[cand(text("a"), finish="STOP", index=i) for i in range(n)])
-
-    verdict = judge(stream(MAX_CHOICES), dialect)
-    assert (verdict.category, verdict.choices) == ("complete", MAX_CHOICES)
-    verdict = judge(stream(MAX_CHOICES + 1), dialect)
-    assert (verdict.category, verdict.limit) == ("limit_exceeded", "choices")
-    assert verdict.message == MESSAGE_LIMITS["choices"]
-
-
-def test_tool_calls_limit(judge):
-    def stream(n):
-        half = n // 2
-        chunks = [
-            chat_chunk(choice(tool_calls=[tool_call(i, "{}", id=f"call_{i}", name="f") for i in range(lo, hi)]))
-            for lo, hi in ((0, half), (half, n))
-        ]
-        return chat(*chunks, chat_chunk(choice(finish="tool_calls")))
-
-    verdict = judge(stream(MAX_TOOL_CALLS), "chat")
-    assert (verdict.category, verdict.tool_calls) == ("complete", MAX_TOOL_CALLS)
-    verdict = judge(stream(MAX_TOOL_CALLS + 1), "chat")
-    assert (verdict.category, verdict.limit) == ("limit_exceeded", "tool_calls")
-
-
-# =============================================================================================
-# Transport and argument checks
-# =============================================================================================
-@pytest.mark.parametrize("dialect", DIALECTS)
-@pytest.mark.parametrize("transport", ["reset", "timeout", "error"])
-@pytest.mark.parametrize("shape", ["complete", "cut", "empty"])
-def test_transport_failure_wins_whatever_the_bytes(judge, dialect, transport, shape):
-    data = COMPLETE_STREAMS[dialect]
-    data = {"complete": data, "cut": data[: len(data) // 2], "empty": b""}[shape]
-    verdict = judge(data, dialect, transport)
-    assert verdict.category == "transport_error"
-    assert verdict.transport == transport
-    assert verdict.retryable is True
-    assert verdict.complete is False
-    assert verdict.protocol == dialect
-
-
-def test_transport_does_not_override_an_exceeded_limit(judge):
-    verdict = judge(COMPLETE_STREAMS["chat"], "chat", "timeout", max_line_bytes=64)
-    assert verdict.category == "limit_exceeded"
-    assert verdict.transport == "timeout"
-
-
-def test_invalid_transport(impl):
-    with pytest.raises(ValueError):
-        impl.scan(COMPLETE_STREAMS["chat"], "chat", "closed")
-    scanner = impl.Scanner("chat")
-    scanner.feed(COMPLETE_STREAMS["chat"])
-    with pytest.raises(ValueError):
-        scanner.close("EOF")
-
-
-@pytest.mark.parametrize("protocol", ["openai", "Chat", "", "unknown", "gemini "])
-def test_invalid_protocol(impl, protocol):
-    with pytest.raises(ValueError):
-        impl.Scanner(protocol)
-    with pytest.raises(ValueError):
-        impl.scan(b"", protocol)
-
-
-@pytest.mark.parametrize("bad", [0, -1, True])
-@pytest.mark.parametrize("name", ["max_line_bytes", "max_event_bytes"])
-def test_invalid_limits(impl, name, bad):
-    with pytest.raises(ValueError):
-        impl.Scanner("chat", **{name: bad})
-
-
-def test_feed_after_close(impl):
-    scanner = impl.Scanner("anthropic")
-    scanner.feed(COMPLETE_STREAMS["anthropic"])
-    assert scanner.close().category == "complete"
-    with pytest.raises(RuntimeError):
-        scanner.feed(b"event: ping\n\n")
-    with pytest.raises(RuntimeError):
-        scanner.close()
-
-
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_empty_feeds_change_nothing(impl, dialect):
-    data = COMPLETE_STREAMS[dialect]
-    chunks = [b""] + [bytes([b]) + b"" for b in data[:5]] + [b"", data[5:], b""]
-    assert feed(impl, chunks, dialect) == impl.scan(data, dialect)
-
-
-# =============================================================================================
-# Canary: no payload text ever reaches a verdict
-# =============================================================================================
-def _canary_streams():
-    k = CANARY
-    # fmt: off
-    return {
-        "chat-text": chat_text("Hello ", k, " bye"),
-        "chat-reasoning": chat(*chat_reasoning(f"thinking {k} more"), chat_chunk(choice(finish="length"))),
-        "chat-tool-args": chat_tool_stream('{"note": "', k, '"}'),
-        "chat-bad-tool-args": chat_tool_stream('{"note": ', k, "}"),
-        "chat-error": chat(chat_chunk(choice(content="x")), OPENAI_ERROR.replace(b"The server", k.encode())),
-        "chat-refusal": chat(chat_chunk(choice(refusal=f"I can't {k}")), chat_chunk(choice(finish="stop"))),
-        "responses-text": responses_text("Hi ", k),
-        "responses-reasoning": responses(*r_created(), *r_reasoning(f"**{k}**"), r_incomplete("max_output_tokens")),
-        "responses-args": responses(*r_created(), *r_function_call(f'{{"note": "{k}"}}'), r_completed()),
-        "responses-bad-args": responses(*r_created(), *r_function_call(f'{{"note": {k}}}'), r_completed()),
-        "responses-error": responses(*r_created(), r("error", error={"type": "server_error", "message": k})),
-        "responses-failed": responses(*r_created(), r_failed("server_error", k)),
-        "responses-refusal": responses(*r_created(), r_refusal(f"I can't {k}"), r_completed()),
-        "anthropic-text": anthropic_text("Hi ", k),
-        "anthropic-thinking": anthropic(a_start(), *a_thinking(0, k), *a_end("max_tokens")),
-        "anthropic-tool-input": anthropic(a_start(), *a_tool(0, f'{{"note": "{k}"}}'), *a_end("tool_use")),
-        "anthropic-bad-tool-input": anthropic(a_start(), *a_tool(0, f'{{"note": {k}'), *a_end("tool_use")),
-        "anthropic-error": anthropic(a_start(), a_error("overloaded_error", k)),
-        "anthropic-refusal": anthropic(a_start(), *a_text(0, k), *a_end("refusal", stop_details={"type": "refusal", "explanation": k})),
-        "gemini-text": gemini_text("Hi ", k),
-        "gemini-thought": gemini(g_chunk(cand(thought(k))), g_chunk(cand(thought("x"), finish="MAX_TOKENS"))),
-        "gemini-function-call": gemini(g_chunk(cand(function_call("note", {"text": k}), finish="STOP"))),
-        "gemini-error": gemini(g_chunk(cand(text("x"))), g_bare_error(500, k, "INTERNAL")),
-        "gemini-finish-message": g_final(finish="MALFORMED_FUNCTION_CALL", finishMessage=f"Malformed function call: {k}("),
-    }
-    # fmt: on
-
-
-CANARY_STREAMS = _canary_streams()
-
-
-def assert_no_payload(verdict, secret: str):
-    for rendered in (repr(verdict), str(verdict), json.dumps(verdict.to_dict()), verdict.message):
-        assert secret not in rendered
-
-
-@pytest.mark.parametrize("name", sorted(CANARY_STREAMS))
-def test_canary_never_in_verdict(judge, impl, name):
-    data = CANARY_STREAMS[name]
-    dialect = name.split("-")[0]
-    assert CANARY.encode() in data  # the test is only meaningful if the payload is there
-    for protocol in (dialect, "auto"):
-        assert_no_payload(judge(data, protocol), CANARY)
-    # truncated streams: cut in the middle of the canary, and just after it
-    at = data.index(CANARY.encode())
-    half = len(CANARY) // 2
-    for cut, secret in ((at + half, CANARY[:half]), (at + len(CANARY), CANARY), (at + len(CANARY) + 3, CANARY)):
-        for protocol in (dialect, "auto"):
-            verdict = impl.scan(data[:cut], protocol)
-            assert verdict.category != "complete"
-            assert_no_payload(verdict, secret)
-
-
-def test_canary_detector_works(judge):
-    # positive control: the model name IS reported, so a canary there must be found
-    data = chat(chat_chunk(choice(content="Hi"), model=f"m-{CANARY}"), chat_chunk(choice(finish="stop")))
-    verdict = judge(data, "chat")
-    with pytest.raises(AssertionError):
-        assert_no_payload(verdict, CANARY)
-
-
-def test_empty_data_event_is_a_keep_alive_not_malformed(judge):
-    stream = (
-        b"data:\n\n"
-        b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
-        b"data: \n\n"
-        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
-        b"data: [DONE]\n\n"
-    )
-    verdict = judge(stream)
-    assert (verdict.category, verdict.malformed_events, verdict.events) == ("complete", 0, 5)
-    # whitespace is not emptiness: it is data that is not JSON
-    assert judge(stream.replace(b"data: \n\n", b"data:  \n\n")).category == "malformed_event"

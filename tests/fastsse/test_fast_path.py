@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from fastsse import _scanner_py
 
-from .conftest import agree, chunkings
+from .feeding import agree, chunkings
 
 try:
     from fastsse import _scanner as _scanner_c
@@ -131,7 +131,7 @@ def test_event_bodies_at_the_edges(body):
 def test_generated_chat_events_with_damage(texts, pad, cut, insert, protocol):
     events = []
     for i, text in enumerate(texts):
-        tool = {"index": 0, "id": "call_%d" % i, "function": {"arguments": text}}
+        tool = {"index": 0, "id": f"call_{i}", "function": {"arguments": text}}
         delta = {"content": text, "tool_calls": [tool]} if i % 2 else {"reasoning_content": text}
         events.append(chat_event(delta, None, pad=pad if pad != "\r\n" else "", obfuscation=text))
     data = chat_stream(*events)
@@ -208,7 +208,7 @@ def test_limits_hit_inside_an_event_read_in_place():
 @needs_both
 @pytest.mark.parametrize("blank", TERMINATORS)
 def test_event_type_does_not_outlive_its_event(blank):
-    from .test_categories import anthropic_text
+    from .streams import anthropic_text
 
     stop = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
     data = anthropic_text("Hi")

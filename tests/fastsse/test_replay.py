@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .conftest import agree as twins_agree
+from .feeding import agree as twins_agree
 
 try:
     from fastsse import _scanner as _scanner_c
@@ -79,12 +79,14 @@ def test_escaped_and_non_ascii_values_are_replayed(value):
     b"cr\rhere", b"crlf\r\nhere", b"end\n\n",
 ])
 def test_broken_values_are_read_not_replayed(value):
-    verdict, _ = agree(finished(event(b"first"), event(value), event(b"after")))
+    verdict, replayed = agree(finished(event(b"first"), event(value), event(b"after")))
     assert verdict.category != "complete" or value in (b"end\n\n",)
+    _, control = agree(finished(event(b"first"), event(b"valid"), event(b"after")))
+    assert replayed == control - 1  # the broken event was read; the ones after it replay
 
 
 @pytest.mark.parametrize("other", [
-    event(b"x", chunk_id=b"chatcmpl-2"),  # a different value in a hole: still replayed
+    event(b"x", chunk_id=b"chatcmpl-2"),  # a hole that repeated its value is compared since
     event(b"x", key=b"refusal"),  # a different key: read, and kept in its turn
     event(b"x", finish=b'"length"'),  # a finish reason is state: read
     event(b"x").replace(b'"index":0', b'"index":1'),  # another choice
@@ -97,7 +99,9 @@ def test_broken_values_are_read_not_replayed(value):
     b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{}"}}]}}]}\n\n',
 ])
 def test_events_that_differ_outside_the_holes_are_read(other):
-    agree(finished(event(b"a"), event(b"b"), other, event(b"c"), event(b"d")))
+    _, replayed = agree(finished(event(b"a"), event(b"b"), other, event(b"c"), event(b"d")))
+    _, control = agree(finished(event(b"a"), event(b"b"), event(b"x"), event(b"c"), event(b"d")))
+    assert replayed < control  # `other` was read (and what follows it may be, once)
 
 
 def test_crlf_events_are_replayed():

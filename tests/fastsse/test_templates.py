@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .conftest import chunkings
+from .feeding import chunkings
 
 try:
     from fastsse import _scanner as _scanner_c
@@ -26,12 +26,7 @@ DONE = b"data: [DONE]\n\n"
 CANARY = b"CANARY-7f3a9c"
 
 
-@pytest.fixture(autouse=True)
-def no_templates():
-    """Each test starts from an empty table, and leaves none behind."""
-    _scanner_c._forget_templates()
-    yield
-    _scanner_c._forget_templates()
+# Each test starts from an empty template table (conftest.no_templates).
 
 
 def chunk(delta: bytes, *, finish: bytes = b"null", chunk_id: bytes = b"chatcmpl-A1", created: bytes = b"1751551190",
@@ -145,7 +140,7 @@ def test_several_choices_each_keep_their_finish():
         events = b""
         for index in (b"0", b"1"):
             events += chunk(b'"content":"x"', index=index)
-        for index, finish in zip((b"0", b"1"), finishes):
+        for index, finish in zip((b"0", b"1"), finishes, strict=True):
             events += chunk(b"", index=index, finish=finish)
         return events + DONE
 
@@ -264,7 +259,7 @@ def test_interleaved_streams_share_templates():
         scanners = [_scanner_c.Scanner("chat") for _ in streams]
         events = [[line + b"\n\n" for line in data.split(b"\n\n")[:-1]] for data in streams]
         for step in range(max(map(len, events))):
-            for scanner, pieces in zip(scanners, events):
+            for scanner, pieces in zip(scanners, events, strict=True):
                 if step < len(pieces):
                     scanner.feed(pieces[step])
         assert [scanner.close() for scanner in scanners] == expected
@@ -312,7 +307,7 @@ def test_twins_agree_on_streams_judged_one_after_another(streams, rng):
     _scanner_c._forget_templates()
     for data in streams:
         cut = sorted(rng.sample(range(len(data)), min(len(data), rng.randint(0, 3))))
-        pieces = [data[a:b] for a, b in zip([0, *cut], [*cut, len(data)])]
+        pieces = [data[a:b] for a, b in zip([0, *cut], [*cut, len(data)], strict=True)]
         assert judge(_scanner_c, data, "chat", pieces)[0] == _scanner_py.scan(data, "chat")
 
 

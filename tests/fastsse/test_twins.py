@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 import fastsse
 from fastsse import _scanner_py
 
-from .conftest import CORPUS, chunkings
+from .conftest import CORPUS
+from .feeding import chunkings
 
 try:
     from fastsse import _scanner as _scanner_c
@@ -126,3 +127,17 @@ def test_json_automaton_agrees_with_json_module_on_damaged_json(value, cut, inse
     scanner.feed(damaged)
     assert scanner.finish() == expected
     assert _scanner_py.analyze_json(damaged) is None or expected
+
+
+def test_both_twins_have_one_api_but_the_compiled_twins_diagnostics():
+    """The same Scanner and scan on both; only the compiled twin counts what it replayed and
+    what it took from templates (it alone does either), as its stub says."""
+    compiled = pytest.importorskip("fastsse._scanner")
+
+    def public(thing) -> set[str]:
+        return {name for name in dir(thing) if not name.startswith("_")}
+
+    assert public(compiled.Scanner("chat")) - public(_scanner_py.Scanner("chat")) == {
+        "replayed", "templated"}
+    assert public(_scanner_py.Scanner("chat")) <= public(compiled.Scanner("chat"))
+    assert {"Scanner", "scan"} <= public(compiled) & public(_scanner_py)

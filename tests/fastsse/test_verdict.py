@@ -20,7 +20,7 @@ from fastsse import Verdict, _verdict
 from fastsse import _dialects as d
 from fastsse._scanner_py import scan
 
-from .test_categories import COMPLETE_STREAMS, chat_text
+from .streams import COMPLETE_STREAMS, chat_text
 
 # The rule as first written: decode with U+FFFD for non-ASCII bytes, keep [A-Za-z0-9_.:/@+-].
 _JUNK = re.compile(r"[^A-Za-z0-9_.:/@+-]")
@@ -161,6 +161,6 @@ def test_each_verdict_is_its_own_whatever_was_judged_before():
     cases = [param.values[0] for param in CASES]
     expected = [scan(c.data, c.protocol, c.transport, **c.limits) for c in cases]
     for before in cases:
-        for c, verdict in zip(cases, expected):
+        for c, verdict in zip(cases, expected, strict=True):
             compiled.scan(before.data, before.protocol, before.transport, **before.limits)
             assert compiled.scan(c.data, c.protocol, c.transport, **c.limits) == verdict, (before.name, c.name)

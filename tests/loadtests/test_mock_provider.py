@@ -16,11 +16,9 @@ import time
 import pytest
 
 from fastsse import scan
-from loadtests.streams import (DIALECTS, EXPECTED_CATEGORY, EXPECTED_OVER_HTTP, F2C_DIALECTS,
-                               FAULTS, wire)
+from loadtests.streams import DIALECTS, EXPECTED_CATEGORY, EXPECTED_OVER_HTTP, F2C_DIALECTS, FAULTS, wire
 from tests.fastsse.conftest import CORPUS, corpus_file
-from tests.loadtests.mock_helpers import (CASES, PATHS, STALL_SECONDS, Mock, generation,
-                                          request, stream_path)
+from tests.loadtests.mock_helpers import CASES, PATHS, STALL_SECONDS, Mock, generation, request, stream_path
 
 
 @pytest.fixture(scope="module")

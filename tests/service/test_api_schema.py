@@ -52,15 +52,12 @@ def test_every_operation_answers_as_its_schema_says(case):
     case.call_and_validate(headers=dict(headers), excluded_checks=[positive_data_acceptance])
 
 
-def test_values_past_what_the_database_holds_are_a_422_not_a_500():
+def test_values_past_what_the_database_holds_are_a_422_not_a_500(client):
     # Found by the test above: the database cannot even be asked about such an id.
-    from starlette.testclient import TestClient
-
-    with TestClient(_app()) as client:
-        answer = client.get("/v1/verdicts/9223372036854775808", headers=READ)
-        assert answer.status_code == 422, answer.text
-        assert client.get("/v1/verdicts/9223372036854775807", headers=READ).status_code == 404
-        # And a time with no UTC equivalent (found by a wider run of the test above).
-        early = client.get("/v1/rates", params={"since": "0001-01-01T00:00:00+00:01"},
-                           headers=READ)
-        assert early.status_code == 422 and "out of range" in early.text
+    answer = client.get("/v1/verdicts/9223372036854775808", headers=READ)
+    assert answer.status_code == 422, answer.text
+    assert client.get("/v1/verdicts/9223372036854775807", headers=READ).status_code == 404
+    # And a time with no UTC equivalent (found by a wider run of the test above).
+    early = client.get("/v1/rates", params={"since": "0001-01-01T00:00:00+00:01"},
+                       headers=READ)
+    assert early.status_code == 422 and "out of range" in early.text

@@ -6,7 +6,6 @@ import sqlite3
 import subprocess
 
 import httpx
-import pytest
 
 from .conftest import INGEST, INGEST_SECRET, READ, READ_SECRET, WEBHOOK_SECRET
 from .streams import CANARY, anthropic_stream, chat_stream

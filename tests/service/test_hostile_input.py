@@ -16,7 +16,6 @@ import pytest
 from .conftest import INGEST, READ
 
 
-
 @pytest.fixture
 def service(service_process, database_url):
     return service_process({"DATABASE_URL": database_url})
@@ -172,7 +171,7 @@ def open_fds(pid: int) -> int:
 def test_thousands_of_connections_opened_and_dropped_leak_nothing(service):
     pid = service.process.pid
     baseline = open_fds(pid)
-    for round_ in range(4):
+    for _round in range(4):
         sockets = []
         for n in range(500):
             sock = socket.create_connection(("127.0.0.1", service.port), timeout=10)

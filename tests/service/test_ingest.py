@@ -1,16 +1,24 @@
-"""POST /v1/streams over real HTTP, on SQLite and PostgreSQL."""
+"""POST /v1/streams over real HTTP, on SQLite and PostgreSQL; and the route's work called as a
+plain function."""
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import json
 import socket
+from datetime import datetime, timedelta, timezone
 
 import httpx
 import pytest
 from sqlalchemy import func, select
 
-from service.db import make_engine
+from service.api.deps import Gateway
+from service.config import Settings
+from service.db import make_engine, migrate
+from service.ingest import IngestParams, ingest
 from service.models import StoredVerdict, VerdictRollup
+from service.writer import VerdictWriter
 
 from .conftest import INGEST
 from .streams import anthropic_stream, chat_stream
@@ -371,3 +379,40 @@ def test_ended_at_keeps_a_late_post_at_its_own_time(client, database_url):
         assert refused.json()["detail"][0]["loc"] == ["query", "ended_at"]
         assert reason in refused.json()["detail"][0]["msg"]
     assert [r["stream_id"] for r in stored_rows(database_url)] == ["late-1"]
+
+
+def test_the_ingest_function_answers_without_http(sqlite_url):
+    """service.ingest.ingest is the route's whole work: bytes in, a stored verdict and an answer
+    out.  Called here with no server, no request and no routing."""
+    migrate(sqlite_url)
+    settings = Settings(database_url=sqlite_url, retention_days=0)
+    engine = make_engine(sqlite_url)
+    writer = VerdictWriter(engine, queue_size=10, batch_size=10, metrics_tools=frozenset())
+    writer.start()
+
+    async def chunks(data: bytes, size: int = 7):
+        for start in range(0, len(data), size):
+            yield data[start:start + size]
+
+    async def post(stream_id: str, data: bytes, **params):
+        return await ingest(chunks(data), IngestParams(stream_id=stream_id, **params),
+                            Gateway("gw1"), settings=settings, writer=writer)
+
+    async def answers():
+        first = await post("fn-1", chat_stream(), tool="codex")
+        again = await post("fn-1", chat_stream(), tool="codex")
+        other = await post("fn-1", chat_stream(text="other bytes"), tool="codex")
+        ahead = await post("fn-2", chat_stream(),
+                           ended_at=datetime.now(timezone.utc) + timedelta(hours=1))
+        return first, again, other, ahead
+
+    try:
+        first, again, other, ahead = asyncio.run(answers())
+    finally:
+        writer.stop()
+        engine.dispose()
+    stored = json.loads(first.body)
+    assert (first.status, stored["category"], stored["tool"]) == (201, "complete", "codex")
+    assert again.status == 200 and json.loads(again.body)["id"] == stored["id"]
+    assert other.status == 409
+    assert ahead.status == 422 and b"ahead of the service's clock" in ahead.body

@@ -18,9 +18,10 @@ import time
 import httpx
 import pytest
 
+from loadtests.localhost import free_port, wait_until_answering
+
 from .conftest import INGEST, READ, REPO, metric_total
 from .streams import chat_stream
-from loadtests.localhost import free_port, wait_until_answering
 
 REQUIRE_HAPROXY = os.environ.get("FASTSSE_REQUIRE_HAPROXY") == "1"
 
@@ -52,7 +53,7 @@ def replicas(service_process, postgres_url, tmp_path):
         pytest.fail(f"HAProxy did not answer: {balancer.communicate()[1].decode()}")
     yield url, started
     balancer.terminate()
-    balancer.wait(10)
+    balancer.communicate(timeout=10)  # waits, and closes its stderr pipe
 
 
 def rows(url: str) -> list[dict]:
@@ -72,9 +73,9 @@ def test_the_same_stream_posted_to_both_replicas_at_once_is_stored_once(replicas
     for n in range(20):
         barrier = threading.Barrier(2)
 
-        def send(replica):
+        def send(replica, barrier=barrier, stream_id=f"race-{n}"):
             barrier.wait()
-            return httpx.post(f"{replica.url}/v1/streams", params={"stream_id": f"race-{n}"},
+            return httpx.post(f"{replica.url}/v1/streams", params={"stream_id": stream_id},
                               content=body, headers=INGEST, timeout=30)
 
         with concurrent.futures.ThreadPoolExecutor(2) as pool:

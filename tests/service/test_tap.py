@@ -22,6 +22,7 @@ import zlib
 import httpx
 import pytest
 
+from loadtests.localhost import free_port
 from loadtests.streams import EXPECTED_OVER_HTTP
 from service.config import TapSettings
 from service.tap.proxy import Capture, Tap
@@ -29,7 +30,6 @@ from service.tap.spool import Spool, Spooled
 from tests.loadtests.mock_helpers import CASES, STALL_SECONDS, Mock, generation, request, stream_path
 
 from .conftest import INGEST_SECRET, READ, REPO, TOKENS, ThreadServer
-from loadtests.localhost import free_port
 
 CANARY = "CANARY-tap-7f3a1c-never-stored"
 MODEL = {"gemini": "gemini-2.5-flash"}  # from the path; the others from the body

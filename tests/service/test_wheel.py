@@ -74,6 +74,8 @@ def test_the_wheel_carries_the_migrations_and_no_build_inputs(installed):
                   "static/dashboard.css", "prometheus/rules.yml"):
         assert f"service/dashboard/{asset}" in names, asset
     assert any(n.startswith("fastsse/_scanner.") and n.endswith(".so") for n in names)
+    assert "fastsse/py.typed" in names  # the public API's types reach its users
+    assert "fastsse/_scanner.pyi" in names
     assert not [n for n in names if n.endswith((".pyx", ".pxd", ".h", ".c"))]
     assert not [n for n in names if n.startswith(("tests/", "bench/", "migrations/"))]
 

@@ -18,5 +18,5 @@ router = APIRouter(prefix="/v1/rates", tags=["read"])
 def get_rates(_team: ReadCaller, session: SessionDep, span: SpanDep, where: FilterDep,
               by: GroupingDep) -> Rates:
     groups = silent_rates(session, span, by=by, where=where)
-    return Rates(window=span.window, since=span.since, until=span.until, by=list(by),
-                 groups=groups)
+    return Rates.model_validate({"window": span.window, "since": span.since, "until": span.until,
+                                 "by": list(by), "groups": groups})

@@ -11,7 +11,7 @@ from ...ingest import IDENTIFIER_PATTERN
 from ...queries import request_attempts, retry_outcomes
 from ..deps import ReadCaller, SessionDep
 from ..filters import FilterDep, GroupingDep, SpanDep
-from ..schemas import Problem, RequestAttempts, Retries, VerdictOut
+from ..schemas import Problem, RequestAttempts, RequestChain, Retries, VerdictOut
 
 router = APIRouter(tags=["read"])
 
@@ -25,8 +25,8 @@ router = APIRouter(tags=["read"])
 def get_retries(_team: ReadCaller, session: SessionDep, span: SpanDep, where: FilterDep,
                 by: GroupingDep) -> Retries:
     groups = retry_outcomes(session, span, by=by, where=where)
-    return Retries(window=span.window, since=span.since, until=span.until, by=list(by),
-                   groups=groups)
+    return Retries.model_validate({"window": span.window, "since": span.since,
+                                   "until": span.until, "by": list(by), "groups": groups})
 
 
 @router.get("/v1/requests/{request_id}", response_model=RequestAttempts,
@@ -42,5 +42,5 @@ def get_request(
     if not chains:
         raise HTTPException(404, f"no verdict was posted with request_id {request_id!r}")
     return RequestAttempts(request_id=request_id, chains=[
-        {"gateway": name, "attempts": [VerdictOut.from_row(row) for row in rows]}
+        RequestChain(gateway=name, attempts=[VerdictOut.from_row(row) for row in rows])
         for name, rows in chains.items()])

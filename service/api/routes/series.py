@@ -32,7 +32,8 @@ def _series(session, span, where, by, bucket) -> Series:
                                 f"bucket is too small for the span (at most "
                                 f"{MAX_SERIES_POINTS} buckets)")
     points = series(session, span, bucket_seconds=bucket, by=by, where=where)
-    return Series(since=span.since, until=span.until, bucket=bucket, by=by, points=points)
+    return Series.model_validate({"since": span.since, "until": span.until, "bucket": bucket,
+                                  "by": by, "points": points})
 
 
 @router.get("", response_model=Series, summary="Rates and volume over time",

@@ -10,8 +10,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 
 from ... import metrics
-from ...ingest import (OVERLOAD_RETRY_AFTER_SECONDS, InvalidParameters, ingest,
-                       openapi_parameters, parse_query, problem)
+from ...ingest import OVERLOAD_RETRY_AFTER_SECONDS, InvalidParameters, ingest, openapi_parameters, parse_query, problem
 from ..deps import ingest_caller
 from ..schemas import Problem, ValidationProblem, VerdictOut
 

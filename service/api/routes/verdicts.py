@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException, Path, Query
 from ...ingest import IDENTIFIER_PATTERN
 from ...queries import BadCursor, VerdictFilter, get_verdict, list_verdicts
 from ..deps import ReadCaller, SessionDep, invalid_parameter
-from ..filters import IsoTime
+from ..filters import CategoryName, IsoTime
 from ..schemas import Problem, VerdictOut, VerdictPage
 
 BIGINT_MAX = 2**63 - 1  # the ids are BIGINT: a larger one is a 422, not a database error
@@ -25,7 +25,7 @@ def get_verdicts(
     session: SessionDep,
     tool: str | None = None,
     protocol: str | None = None,
-    category: str | None = None,
+    category: Annotated[CategoryName | None, Query(description="Only this category.")] = None,
     gateway: str | None = None,
     silent: bool | None = None,
     complete: Annotated[bool | None, Query(description="false: the failures only.")] = None,
@@ -44,7 +44,7 @@ def get_verdicts(
     try:
         rows, next_cursor = list_verdicts(session, where, limit=limit, cursor=cursor)
     except BadCursor as exc:
-        raise invalid_parameter("cursor", cursor, str(exc)) from None
+        raise invalid_parameter("cursor", cursor or "", str(exc)) from None
     return VerdictPage(verdicts=[VerdictOut.from_row(row) for row in rows],
                        next_cursor=next_cursor)
 

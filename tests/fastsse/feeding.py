@@ -1,0 +1,48 @@
+"""Feeding helpers for the scanner tests: the chunkings every case is fed in, a check that
+both twins agree under them, and a plain feed of given chunks."""
+
+from __future__ import annotations
+
+import random
+
+
+def chunkings(data: bytes, seed: int = 0):
+    """Whole, byte by byte, and at random split points (a few different ways)."""
+    yield "whole", [data]
+    yield "bytewise", [data[i : i + 1] for i in range(len(data))]
+    rng = random.Random(seed)
+    for attempt in range(3):
+        cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randint(1, 12)))) if len(data) > 1 else []
+        pieces, last = [], 0
+        for cut in cuts:
+            pieces.append(data[last:cut])
+            last = cut
+        pieces.append(data[last:])
+        yield f"random{attempt}", pieces
+
+
+def agree(data: bytes, protocol: str = "auto", chunked: bool = True, **limits):
+    """Both twins give the same verdict, whole and (``chunked``) under several chunkings; byte by
+    byte only for short data.  For the tests that aim at the compiled twin's own fast paths."""
+    from fastsse import _scanner as compiled
+    from fastsse import _scanner_py as python
+
+    verdict = python.scan(data, protocol, **limits)
+    assert compiled.scan(data, protocol, **limits) == verdict
+    if chunked:
+        for name, chunks in chunkings(data, len(data)):
+            if name == "bytewise" and len(data) > 3000:
+                continue
+            for twin in (compiled, python):
+                scanner = twin.Scanner(protocol, **limits)
+                for chunk in chunks:
+                    scanner.feed(chunk)
+                assert scanner.close() == verdict, (twin.__name__, name)
+    return verdict
+
+
+def feed(impl, chunks, protocol="auto", transport="eof", **limits):
+    scanner = impl.Scanner(protocol, **limits)
+    for chunk in chunks:
+        scanner.feed(chunk)
+    return scanner.close(transport)

@@ -1,0 +1,26 @@
+"""Lint and types, as part of the suite (so CI runs them with everything else): ruff with the
+rule set in pyproject.toml over the whole repository, and mypy over fastsse/ and service/."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run(*command: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", *command], cwd=REPO, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_ruff_finds_nothing():
+    result = run("ruff", "check", "--no-cache", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_finds_nothing():
+    result = run("mypy", "--no-incremental", "--cache-dir", "/dev/null")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Success" in result.stdout
