@@ -151,6 +151,7 @@ class Scratch:
         with psycopg.connect(self.admin_dsn, autocommit=True) as admin:
             for name in self.created:
                 admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        self.created.clear()
 
 
 def start_service(database_url: str, workers: int, log: Path) -> Server:

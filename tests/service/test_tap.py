@@ -26,7 +26,7 @@ from loadtests.localhost import free_port
 from loadtests.streams import EXPECTED_OVER_HTTP
 from service.config import TapSettings
 from service.tap.proxy import Capture, Tap
-from service.tap.spool import Spool, Spooled
+from service.tap.spool import SUFFIX, Spool, Spooled
 from tests.loadtests.mock_helpers import CASES, STALL_SECONDS, Mock, generation, request, stream_path
 
 from .conftest import INGEST_SECRET, READ, REPO, TOKENS, ThreadServer
@@ -110,7 +110,7 @@ def wait_for(service_url: str, count: int, timeout: float = 30, **filters) -> li
 
 def spooled(directory) -> list:
     """The captures waiting in a spool directory (a ``.tmp`` being renamed is not one yet)."""
-    return sorted(directory.glob("*.stream"))
+    return sorted(directory.glob(f"*{SUFFIX}"))
 
 
 def through(tap, dialect: str, fault: str = "F0", *, agent: str = "tap-test/1",
@@ -322,7 +322,7 @@ def test_a_dead_service_never_reaches_the_client_and_gets_every_verdict_when_bac
     while len(spooled(pending)) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert len(spooled(pending)) == 2
-    for path in pending.glob("*.stream"):
+    for path in spooled(pending):
         assert path.stat().st_mode & 0o777 == 0o600
     time.sleep(1)  # the posters are backing off now
     with ThreadServer(service_app(database_url), port=port) as service:
