@@ -33,7 +33,7 @@ $(VENV)/.created:
 	touch $@
 
 # Reinstalled whenever the packaging or the compiled scanner changes.
-$(VENV)/.installed: $(VENV)/.created pyproject.toml setup.py fastsse/_scanner.pyx fastsse/_simd.h
+$(VENV)/.installed: $(VENV)/.created pyproject.toml setup.py fastsse/_scanner.pyx $(wildcard fastsse/*.pxd) fastsse/_simd.h
 	$(BIN)/python -m pip install --quiet -e '.[test,service]'
 	touch $@
 

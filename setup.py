@@ -16,6 +16,7 @@ else:
         [Extension(
                 "fastsse._scanner",
                 ["fastsse/_scanner.pyx"],
+                # the layers it cimports (fastsse/*.pxd) compile into it; Cython tracks them
                 depends=["fastsse/_simd.h"],
                 include_dirs=["fastsse"],
                 extra_compile_args=["-O3"],

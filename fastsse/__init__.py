@@ -5,7 +5,9 @@ whole to ``scan``) and get one ``Verdict``.  Sans-IO: no sockets, files or loggi
 
 The scanner is compiled (Cython) when the extension was built, with a pure-Python twin that
 gives identical verdicts; ``FASTSSE_NO_EXTENSIONS=1`` forces the twin, ``IMPLEMENTATION`` says
-which one runs.
+which one runs.  What scanners learn from one stream for the next (templates of repeated
+events, recent judgements) lives in a ``Caches`` object: ``default_caches`` for the process
+unless a scanner is given its own.
 """
 
 from __future__ import annotations
@@ -18,18 +20,18 @@ from ._limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, PROTOCOL_C
 from ._verdict import CATEGORIES, RETRYABLE, TRANSPORTS, Verdict
 
 if TYPE_CHECKING:  # both twins have one API; the Python twin's is the one type checkers read
-    from ._scanner_py import Scanner, scan
+    from ._scanner_py import Caches, Scanner, default_caches, scan
 
     IMPLEMENTATION: str
 elif os.environ.get("FASTSSE_NO_EXTENSIONS"):
-    from ._scanner_py import Scanner, scan
+    from ._scanner_py import Caches, Scanner, default_caches, scan
 
     IMPLEMENTATION = "python"
 else:
     try:
-        from ._scanner import Scanner, scan
+        from ._scanner import Caches, Scanner, default_caches, scan
     except ImportError:  # not built (e.g. a source checkout without a compiler)
-        from ._scanner_py import Scanner, scan
+        from ._scanner_py import Caches, Scanner, default_caches, scan
 
         IMPLEMENTATION = "python"
     else:
@@ -51,7 +53,9 @@ __all__ = [
     "PROTOCOLS",
     "RETRYABLE",
     "TRANSPORTS",
+    "Caches",
     "Scanner",
+    "default_caches",
     "__version__",
     "Verdict",
     "scan",

@@ -87,8 +87,8 @@ SHORT_CAPTURE_ACTIONS = frozenset(
     }
 )
 CAPTURE_BYTES = 64
-# What a template (an event shape shared by every scanner of the process, see the compiled
-# scanner's "Templates") may keep of an event besides its keys: the values that name things
+# What a template (an event shape shared by the scanners of one Caches, see the compiled
+# scanner's _caches.pxd) may keep of an event besides its keys: the values that name things
 # (types, models, finish reasons, error codes, ids), which are never payload.  They are the
 # bounded captures above; any other value makes the event no template.
 TEMPLATE_MAY_KEEP = SHORT_CAPTURE_ACTIONS

@@ -27,16 +27,17 @@ def impl(request):
 
 @pytest.fixture(autouse=True)
 def no_templates():
-    """Every test starts with the compiled twin's process-wide template table empty and leaves
-    it empty, so that no test's verdicts depend on the tests that ran before it."""
+    """Every test starts with the compiled twin's process-wide caches (its templates, its last
+    judgements) empty and leaves them empty, so that no test's verdicts depend on the tests that
+    ran before it."""
     try:
         from fastsse import _scanner as compiled
     except ImportError:
         yield
         return
-    compiled._forget_templates()
+    compiled.default_caches.clear()
     yield
-    compiled._forget_templates()
+    compiled.default_caches.clear()
 
 
 @pytest.fixture

@@ -76,7 +76,7 @@ def after(first: bytes, second: bytes, protocol: str = "chat", **limits):
     expected = _scanner_py.scan(second, protocol, **limits)
     templated = None
     for name, pieces in chunkings(second, len(second)):
-        _scanner_c._forget_templates()
+        _scanner_c.default_caches.clear()
         assert judge(_scanner_c, first, protocol, **limits)[0] == _scanner_py.scan(first, protocol, **limits)
         verdict, scanner = judge(_scanner_c, second, protocol, pieces, **limits)
         assert verdict == expected, name
@@ -98,7 +98,7 @@ def test_a_stream_of_the_same_shapes_is_counted_from_templates():
 def test_the_first_stream_makes_templates_without_using_them():
     verdict, scanner = judge(_scanner_c, stream())
     assert verdict.category == "complete" and scanner.templated == 0
-    assert len(_scanner_c._template_bytes()) == 4
+    assert len(_scanner_c.default_caches.template_bytes()) == 4
 
 
 @pytest.mark.parametrize("finish, category", [
@@ -223,7 +223,7 @@ def test_tool_calls_and_errors_make_no_templates():
     args = chunk(b'"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]')
     error = b'data: {"error":{"message":"overloaded","type":"server_error"}}\n\n'
     judge(_scanner_c, tool + args + error + chunk(b"", finish=b'"tool_calls"') + DONE)
-    kept = _scanner_c._template_bytes()
+    kept = _scanner_c.default_caches.template_bytes()
     assert len(kept) == 1 and b'"finish_reason":"tool_calls"' in kept[0]
 
 
@@ -245,7 +245,7 @@ def test_templates_keep_no_payload():
     for protocol in ("chat", "auto"):
         for _name, pieces in chunkings(data):
             judge(_scanner_c, data, protocol, pieces)
-            kept = _scanner_c._template_bytes()
+            kept = _scanner_c.default_caches.template_bytes()
             assert kept and not any(CANARY in template for template in kept)
             assert not any(b"67,65,78" in template for template in kept)
 
@@ -304,7 +304,7 @@ generated_stream = st.builds(
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(generated_stream, min_size=2, max_size=6), st.randoms(use_true_random=False))
 def test_twins_agree_on_streams_judged_one_after_another(streams, rng):
-    _scanner_c._forget_templates()
+    _scanner_c.default_caches.clear()
     for data in streams:
         cut = sorted(rng.sample(range(len(data)), min(len(data), rng.randint(0, 3))))
         pieces = [data[a:b] for a, b in zip([0, *cut], [*cut, len(data)], strict=True)]
@@ -315,14 +315,14 @@ def test_templates_back_off_when_they_do_not_pay_and_come_back():
     # Streams of a new model each: no template ever matches, so they stop being tried but
     # for one event in sixteen; the verdicts stay right all along.
     def new_models(first: int) -> int:
-        tries = _scanner_c._template_state()["tries"]
+        tries = _scanner_c.default_caches.stats()["template_tries"]
         for i in range(first, first + 200):
             data = stream([b"x%d" % i], model=b"model-%d" % i, chunk_id=b"id-%d" % i)
             assert judge(_scanner_c, data)[0] == _scanner_py.scan(data, "chat")
-        return _scanner_c._template_state()["tries"] - tries
+        return _scanner_c.default_caches.stats()["template_tries"] - tries
 
     assert new_models(0) > 256  # every event tries, until the score (256) is spent
-    assert _scanner_c._template_state()["score"] < 0
+    assert _scanner_c.default_caches.stats()["template_score"] < 0
     assert new_models(200) < 1200 / 16 + 10  # 6 events a stream, one in 16 tries
     # Then one model again: the templates made now and then start to match, and pay again.
     templated = []
@@ -331,5 +331,5 @@ def test_templates_back_off_when_they_do_not_pay_and_come_back():
         verdict, scanner = judge(_scanner_c, data)
         assert verdict == _scanner_py.scan(data, "chat")
         templated.append(scanner.templated)
-    assert _scanner_c._template_state()["score"] > 0
+    assert _scanner_c.default_caches.stats()["template_score"] > 0
     assert templated[0] == 0 and templated[-1] == 4

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import fastsse
-from fastsse import _scanner_py
+from fastsse import _json_py, _scanner_py
 
 from .conftest import CORPUS
 from .feeding import chunkings
@@ -106,7 +106,7 @@ JSON_VALUES = st.recursive(
 @given(value=JSON_VALUES, ensure_ascii=st.booleans())
 def test_json_automaton_accepts_valid_json(value, ensure_ascii):
     text = json.dumps(value, ensure_ascii=ensure_ascii).encode()
-    scanner = _scanner_py.JsonScanner()
+    scanner = _json_py.JsonScanner()
     scanner.feed(text)
     assert scanner.finish()
 
@@ -123,10 +123,10 @@ def test_json_automaton_agrees_with_json_module_on_damaged_json(value, cut, inse
         expected = True
     except ValueError:
         expected = False
-    scanner = _scanner_py.JsonScanner()
+    scanner = _json_py.JsonScanner()
     scanner.feed(damaged)
     assert scanner.finish() == expected
-    assert _scanner_py.analyze_json(damaged) is None or expected
+    assert _json_py.analyze_json(damaged) is None or expected
 
 
 def test_both_twins_have_one_api_but_the_compiled_twins_diagnostics():
@@ -140,4 +140,5 @@ def test_both_twins_have_one_api_but_the_compiled_twins_diagnostics():
     assert public(compiled.Scanner("chat")) - public(_scanner_py.Scanner("chat")) == {
         "replayed", "templated"}
     assert public(_scanner_py.Scanner("chat")) <= public(compiled.Scanner("chat"))
-    assert {"Scanner", "scan"} <= public(compiled) & public(_scanner_py)
+    assert {"Caches", "Scanner", "default_caches", "scan"} <= public(compiled) & public(_scanner_py)
+    assert public(compiled.Caches()) == public(_scanner_py.Caches())

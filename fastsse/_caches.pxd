@@ -1,0 +1,391 @@
+# cython: language_level=3
+"""The caches of repeated events: a stream's kept event (replay), templates, judgements.
+
+None of them decides anything.  Each lets the scanner skip work whose result it already knows,
+and each answers exactly what the work would have: tests hold the compiled scanner, which has
+them, to the Python twin, which reads every event.
+
+Replaying.  Most events of a stream repeat the one before but for a few string values: the
+chunk id and the model are the same in every Chat Completions chunk, only the delta's text and
+the obfuscation padding change.  When an event read by ``_json_fast`` changed nothing but
+counters, its bytes are kept (a ``Memo``) with the positions of its "holes": the string values
+whose bytes mattered only through being empty or not (text, reasoning, refusal), or not at all
+(values no rule reads), and the numbers no rule reads.  A later event that equals it byte for
+byte outside the holes, and whose holes are valid JSON strings (numbers), would be read into
+the same record but for those counters, so it is counted without being read: a few memcmp
+instead of a parse.  Anything else, a hole that is not a plain string (number) included, falls
+back to reading the event.
+
+Templates.  Replaying needs an event read in full first: in a chat stream, its role chunk,
+first content chunk, finish chunk and usage chunk are each the first of their shape, and the
+next stream of the same model sends the same four shapes again.  So a chat event read in place
+whose effect the scanner can repeat without the Record (choices registered with their finish
+reasons, the model, counters; no tool call, no error) also becomes a ``Template``: its bytes
+with every hole's value cut out, and its effect.  An event that equals a template outside the
+holes, with a valid JSON string or number in each hole, would be read into the same Record but
+for the counters, so the scanner applies the template's effect, through the functions a read
+event's effect goes through, instead of reading it.  A template keeps only names (keys, the
+model, finish reasons): an event with any other value that is not a hole (too many holes, or
+text a rule reads) makes none.
+
+Which template to try: each remembers the two that followed it last (an LRU of two), and a
+stream's first event tries the two that began streams last.  A wrong guess costs a compare that
+stops at the first differing byte; an event that matches neither is read, and becomes a
+template in place of the least recently used one.  The table is bounded (TEMPLATES slots) and
+touched only with the GIL held.  When templates do not pay (traffic of more shapes than slots,
+or of shapes that never repeat), only one event in TEMPLATE_BACKOFF tries them or makes one, so
+that reading events costs about what it would without them, and a hit now and then brings them
+back.
+
+Judgements.  Most streams end like one of the last few judged (the same dialect, finish reason
+and flags): a ``Judged`` key of C values finds that stream's answer without building the 17
+Python arguments of ``_verdict._judge``.
+
+The memo belongs to one Scanner; templates and judgements to a ``Caches`` object
+(``_scanner.Caches``), one per process unless a caller passes its own.  Declarations and
+``cdef inline`` functions only.
+"""
+
+from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcmp, memcpy, memset
+
+from ._cbytes cimport Buf, Pos, Str, buf_append, fastsse_equal, str_eq
+from ._json_fast cimport skip_number, skip_string
+from ._record cimport (A_TOOL_ARGS, H_ARGS, H_FREE, H_NUMBER, H_REASONING, H_REFUSAL, H_TEXT,
+                       MAX_HOLES, N_ROLES, Record)
+
+cdef enum:
+    MEMO_MAX_BYTES = 4096  # the longest event kept to be replayed or made a template
+    TEMPLATES = 64
+    TEMPLATE_CHOICES = 4  # the most choices a template's effect registers
+    TEMPLATE_BACKOFF = 16
+    # Whether templates pay lately: a hit saves a read (a few hundred ns), an event that
+    # matched none of the templates tried cost the tries (tens of ns): +HIT_SCORE, -1, within
+    # +-SCORE_MAX.  A hit after a bad spell starts from 0: templates are tried again at once.
+    HIT_SCORE = 4
+    SCORE_MAX = 256
+    JUDGED = 8  # judgements remembered: streams of a few kinds take turns
+    MEMO_FINISHES = 4  # _verdict._CACHED_FINISHES: streams with more choices are judged afresh
+
+# ---------------------------------------------------------------------------- replaying
+
+ctypedef struct Memo:  # the event a stream keeps to replay the ones that repeat it
+    Buf event  # its bytes, its line end and blank line included (empty: none kept)
+    Py_ssize_t tail  # its line end and blank line: 2 ("\n\n") or 4 ("\r\n\r\n")
+    int n_holes
+    Py_ssize_t start[MAX_HOLES]
+    Py_ssize_t end[MAX_HOLES]
+    unsigned char role[MAX_HOLES]
+    bint varies[MAX_HOLES]  # held another value at the first replay: not tried again
+    Py_ssize_t base[N_ROLES]  # per role, what it counted outside its holes (content parts)
+    bint fresh  # not replayed yet: holes that repeat their value become bytes to compare
+    bint tool  # it carries one tool call fragment, without an id
+    int64_t tool_choice, tool_index  # which call the fragment continues
+
+cdef inline int memo_set(Memo* m, const unsigned char* event, Py_ssize_t size, Py_ssize_t tail,
+                         int n_holes, const Py_ssize_t* starts, const Py_ssize_t* ends,
+                         const unsigned char* roles, const Py_ssize_t* base) except -1:
+    """Keep event[:size] with its holes at event[starts[i]:ends[i]] (m.tool is the caller's)."""
+    m.fresh = True
+    memset(m.varies, 0, sizeof(m.varies))
+    m.event.len = 0
+    buf_append(&m.event, <const char*>event, size)
+    m.tail = tail
+    m.n_holes = n_holes
+    memcpy(m.start, starts, n_holes * sizeof(Py_ssize_t))
+    memcpy(m.end, ends, n_holes * sizeof(Py_ssize_t))
+    memcpy(m.role, roles, n_holes * sizeof(unsigned char))
+    memcpy(m.base, base, sizeof(m.base))
+    return 0
+
+cdef inline Pos read_args(Record* rec, Pos q, Pos end, bint* captured) except? NULL:
+    """The closing quote of the tool call arguments whose string content starts at q, or NULL
+    if the whole-event reader would not accept it.  Content with escapes is left unescaped in
+    rec.captured, as the reader captures it (*captured)."""
+    cdef Pos close
+    rec.captured.len = 0
+    rec.in_tool = False  # capture only: record nothing
+    close = skip_string(rec, q, end, A_TOOL_ARGS)
+    captured[0] = rec.captured.len > 0  # an escape always stands for a byte
+    return close
+
+cdef inline Pos memo_match(Memo* m, Record* rec, Pos q, Pos end, Py_ssize_t* counts,
+                           unsigned* same, Pos* args, Py_ssize_t* args_width,
+                           bint* args_captured) except? NULL:
+    """The end of the event at q if it repeats the kept one before end, its blank line
+    included; else NULL.  Fills what it counts per role (counts), the holes that held the kept
+    value again (same), and its tool call arguments (args[:args_width], or as read_args left
+    them in rec.captured)."""
+    cdef Pos t = <Pos>m.event.p
+    cdef Pos close
+    cdef Py_ssize_t tpos = 0, seg, width
+    cdef int h
+    memcpy(counts, m.base, N_ROLES * sizeof(Py_ssize_t))
+    same[0] = 0
+    args_width[0] = 0
+    for h in range(m.n_holes):
+        seg = m.start[h] - tpos  # the bytes before the hole, its quote included
+        if end - q <= seg or not fastsse_equal(q, t + tpos, seg):
+            return NULL
+        q += seg
+        width = m.end[h] - m.start[h]
+        if m.role[h] == H_ARGS:  # read in any case: they go to the JSON check
+            close = read_args(rec, q, end, args_captured)
+            if close == NULL:
+                return NULL
+            width = close - q
+        # the kept value again? (the byte after it, a string's closing quote, too)
+        elif (not m.varies[h] and end - q > width and q[width] == t[m.end[h]]
+                and fastsse_equal(q, t + tpos + seg, width)):
+            same[0] |= 1u << h
+            close = q + width
+        else:
+            if m.role[h] == H_NUMBER:
+                close = skip_number(q, end)
+            else:
+                close = skip_string(rec, q, end, 0)
+            if close == NULL:
+                return NULL
+            width = close - q
+        if width:
+            counts[m.role[h]] += 1
+            if m.role[h] == H_ARGS:
+                args[0] = q
+                args_width[0] = width
+        q = close
+        tpos = m.end[h]
+    seg = m.event.len - tpos
+    if end - q < seg or not fastsse_equal(q, t + tpos, seg):
+        return NULL
+    return q + seg
+
+cdef inline void memo_settle(Memo* m, unsigned same) noexcept:
+    """After the first replay: a free hole that held the kept value again (the chunk id, the
+    system fingerprint) is compared as bytes from now on, one comparison fewer; a hole that
+    held another value (the text, the padding) is read without trying the kept one."""
+    cdef int h, kept = 0
+    m.fresh = False
+    for h in range(m.n_holes):
+        if (m.role[h] == H_FREE or m.role[h] == H_NUMBER) and same & (1u << h):
+            continue
+        m.start[kept] = m.start[h]
+        m.end[kept] = m.end[h]
+        m.role[kept] = m.role[h]
+        m.varies[kept] = not (same & (1u << h))
+        kept += 1
+    m.n_holes = kept
+
+cdef inline void record_base(const Record* r, Py_ssize_t* base) noexcept:
+    """What the event just read counted per role outside its holes (content parts)."""
+    cdef int i
+    memset(base, 0, N_ROLES * sizeof(Py_ssize_t))
+    for i in range(r.n_choices):
+        base[H_TEXT] += r.choices[i].text
+        base[H_REASONING] += r.choices[i].reasoning
+        base[H_REFUSAL] += r.choices[i].refusal
+    for i in range(r.n_holes):
+        if r.hole_end[i] > r.hole_start[i]:
+            base[r.hole_role[i]] -= 1
+
+# ---------------------------------------------------------------------------- templates
+
+ctypedef struct Template:
+    Py_ssize_t len  # of bytes; 0: an empty slot
+    Py_ssize_t tail  # its line end and blank line, as Memo.tail
+    int n_holes
+    Py_ssize_t at[MAX_HOLES]  # where each hole's value was cut out of bytes
+    unsigned char role[MAX_HOLES]
+    Py_ssize_t base[N_ROLES]  # per role, what it counts outside its holes
+    bint keep  # the matching event is kept to replay the events that repeat it
+    # its effect: the model, and the choices it registers with their finish reasons
+    Str model
+    int n_choices
+    int64_t index[TEMPLATE_CHOICES]
+    Str finish[TEMPLATE_CHOICES]
+    int next[2]  # the templates that followed this one last, the latest first; -1: none
+    char bytes[MEMO_MAX_BYTES]
+
+ctypedef struct TemplateTable:
+    Template slots[TEMPLATES]
+    # Each slot's hash (template_hash) and when it was last made or matched, side by side (a
+    # template is 5 KiB): finding a template's twin or the least used slot reads these, not
+    # every template.
+    uint64_t hashes[TEMPLATES]
+    unsigned long long used[TEMPLATES]
+    Template scratch  # where a template is put together, before it takes a slot
+    int first[2]  # the templates that began streams last
+    unsigned long long clock
+    int score  # whether templates paid lately (see HIT_SCORE)
+    unsigned turn
+    unsigned long long tries  # events that tried templates (a diagnostic)
+
+cdef inline void templates_clear(TemplateTable* tt) noexcept:
+    cdef int i
+    for i in range(TEMPLATES):
+        tt.slots[i].len = 0
+        tt.used[i] = 0
+        tt.hashes[i] = 0
+        tt.slots[i].next[0] = tt.slots[i].next[1] = -1
+    tt.first[0] = tt.first[1] = -1
+    tt.clock = tt.tries = 0
+    tt.turn = 0
+    tt.score = SCORE_MAX
+
+cdef inline bint templates_skipped(TemplateTable* tt) noexcept:
+    """Whether templates did not pay lately, and it is not this turn's to try them anyway."""
+    if tt.score >= 0:
+        return False
+    tt.turn += 1
+    return tt.turn % TEMPLATE_BACKOFF != 0
+
+cdef inline void templates_paid(TemplateTable* tt, bint hit) noexcept:
+    if hit:
+        tt.score = min(max(tt.score, 0) + HIT_SCORE, SCORE_MAX)
+    else:
+        tt.score = max(tt.score - 1, -SCORE_MAX)
+
+cdef inline int* template_links(TemplateTable* tt, int prev) noexcept:
+    """The templates to try after template prev (-1: a stream's first), the likelier first."""
+    if prev < 0:
+        return tt.first
+    return tt.slots[prev].next
+
+cdef inline void template_follow(TemplateTable* tt, int* prev, int slot) noexcept:
+    """Template slot is a stream's latest: the likeliest after its predecessor *prev."""
+    cdef int* links = template_links(tt, prev[0])
+    if links[0] != slot:
+        links[1] = links[0]
+        links[0] = slot
+    prev[0] = slot
+    tt.clock += 1
+    tt.used[slot] = tt.clock
+
+cdef inline uint64_t template_hash(const Template* t) noexcept:
+    """A hash of t's bytes and holes: templates with different ones seldom share it."""
+    cdef uint64_t h = <uint64_t>t.len * 0x9E3779B97F4A7C15u ^ <uint64_t>(t.n_holes << 8 | t.tail)
+    cdef uint64_t word
+    cdef Py_ssize_t i = 0
+    cdef int k
+    while i < t.len:
+        word = 0
+        memcpy(&word, t.bytes + i, min(8, t.len - i))
+        h = (h ^ word) * 0x9E3779B97F4A7C15u
+        h ^= h >> 29
+        i += 8
+    for k in range(t.n_holes):
+        h = (h ^ (<uint64_t>t.at[k] << 8 | t.role[k])) * 0x9E3779B97F4A7C15u
+        h ^= h >> 29
+    return h
+
+cdef inline bint same_template(const Template* a, const Template* b) noexcept:
+    """Whether a and b keep the same bytes with the same holes."""
+    cdef int h
+    if a.len != b.len or a.n_holes != b.n_holes or a.tail != b.tail:
+        return False
+    for h in range(a.n_holes):
+        if a.at[h] != b.at[h] or a.role[h] != b.role[h]:
+            return False
+    return memcmp(a.bytes, b.bytes, a.len) == 0
+
+cdef inline void template_make(TemplateTable* tt, int* prev, const Record* r,
+                               const unsigned char* event, Py_ssize_t tail, Py_ssize_t size,
+                               Py_ssize_t value_off, bint keep) noexcept:
+    """The event just read into r, event[:size] (its data at value_off), becomes a template in
+    the least used slot, or finds its twin; it follows *prev."""
+    cdef Template* t = &tt.scratch
+    cdef int* expected = template_links(tt, prev[0])
+    cdef int slot = 0, i
+    cdef int next[2]
+    cdef uint64_t hash
+    cdef Py_ssize_t src = 0, cut, at = 0
+    for i in range(r.n_holes):
+        cut = value_off + r.hole_start[i]
+        memcpy(t.bytes + at, event + src, cut - src)
+        at += cut - src
+        t.at[i] = at
+        t.role[i] = r.hole_role[i]
+        src = value_off + r.hole_end[i]
+    memcpy(t.bytes + at, event + src, size - src)
+    t.len = at + size - src
+    t.tail = tail
+    t.n_holes = r.n_holes
+    hash = template_hash(t)
+    for i in range(TEMPLATES):
+        if tt.hashes[i] == hash and same_template(t, &tt.slots[i]):
+            # a stream that took another path to the same shape: one template, whose effect is
+            # the same (it follows from the bytes and the holes)
+            template_follow(tt, prev, i)
+            return
+    # It takes the place of the template expected here (one finish reason for another): what
+    # followed that one likely follows it.
+    next[0] = next[1] = -1
+    if expected[0] >= 0:
+        next[0] = tt.slots[expected[0]].next[0]
+        next[1] = tt.slots[expected[0]].next[1]
+    record_base(r, t.base)
+    t.keep = keep
+    t.model = r.model
+    t.n_choices = r.n_choices
+    for i in range(r.n_choices):
+        t.index[i] = r.choices[i].index if r.choices[i].index >= 0 else r.choices[i].ordinal
+        t.finish[i] = r.choices[i].finish
+    t.next[0] = next[0]
+    t.next[1] = next[1]
+    for i in range(1, TEMPLATES):
+        if tt.used[i] < tt.used[slot]:
+            slot = i
+    memcpy(&tt.slots[slot], t, <size_t>(<char*>t.bytes - <char*>t) + t.len)
+    tt.hashes[slot] = hash
+    template_follow(tt, prev, slot)
+
+cdef inline Pos template_match(const Template* t, Record* rec, Pos event, Pos end,
+                               Py_ssize_t* starts, Py_ssize_t* ends,
+                               Py_ssize_t* counts) except? NULL:
+    """The end of the event at event[0:] if it matches t before end, its blank line included;
+    else NULL.  Fills where its holes are and what they count (rec: skip_string's)."""
+    cdef Pos q = event
+    cdef Pos close
+    cdef Pos bytes = <Pos>t.bytes
+    cdef Py_ssize_t tpos = 0, seg
+    cdef int h
+    memcpy(counts, t.base, N_ROLES * sizeof(Py_ssize_t))
+    for h in range(t.n_holes):
+        seg = t.at[h] - tpos
+        if end - q <= seg or not fastsse_equal(q, bytes + tpos, seg):
+            return NULL
+        q += seg
+        if t.role[h] == H_NUMBER:
+            close = skip_number(q, end)
+        else:
+            close = skip_string(rec, q, end, 0)
+        if close == NULL:
+            return NULL
+        starts[h] = q - event
+        ends[h] = close - event
+        if close > q:
+            counts[t.role[h]] += 1
+        q = close
+        tpos = t.at[h]
+    seg = t.len - tpos
+    if end - q < seg or not fastsse_equal(q, bytes + tpos, seg):
+        return NULL
+    return q + seg
+
+# ---------------------------------------------------------------------------- judgements
+
+ctypedef struct Judged:  # the arguments of a _judge call, as C values (see Scanner.close)
+    int dialect, transport, limit, n_finishes
+    unsigned flags
+    Str finishes[MEMO_FINISHES]
+    Str error_code, blocked
+
+cdef inline bint judged_same(const Judged* a, const Judged* b) noexcept:
+    cdef int i
+    if (a.dialect != b.dialect or a.transport != b.transport or a.limit != b.limit
+            or a.flags != b.flags or a.n_finishes != b.n_finishes
+            or not str_eq(&a.error_code, &b.error_code) or not str_eq(&a.blocked, &b.blocked)):
+        return False
+    for i in range(a.n_finishes):
+        if not str_eq(&a.finishes[i], &b.finishes[i]):
+            return False
+    return True

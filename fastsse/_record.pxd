@@ -1,0 +1,358 @@
+# cython: language_level=3
+"""The event record: what one event's JSON says that the dialect rules read.
+
+The JSON readers (``_json``'s automaton, ``_json_fast``'s whole-event reader) walk
+``_dialects.JSON_TREE`` and call ``record_begin``, ``record_end`` and ``record_scalar`` as they
+meet the fields it names; the scanner's dialect code then reads the ``Record``.  The Python
+twin's ``_record_py`` holds the same rules.  Declarations and ``cdef inline`` functions only.
+"""
+
+from libc.stdint cimport int64_t
+from libc.string cimport memset
+
+from ._cbytes cimport (MAX_CHOICES, MAX_TOOL_CALLS, Buf, Str, StrTable, array_reserve,
+                       str_clear, strtable_fill, strtable_get_str)
+
+cdef enum:
+    MAX_HOLES = 16  # values a replayed event may vary (see _caches)
+    LEGACY_CALL_INDEX = -2
+
+# The actions of _dialects.JSON_TREE's nodes (checked against _dialects at import).
+cdef enum Action:
+    A_TYPE = 1
+    A_OBJECT = 2
+    A_MODEL = 3
+    A_ERROR = 4
+    A_ERR_CODE = 5
+    A_ERR_TYPE = 6
+    A_ERR_STATUS = 7
+    A_FLAT_CODE = 8
+    A_SEQ = 9
+    A_CHOICES = 10
+    A_CHOICE = 11
+    A_CHOICE_INDEX = 12
+    A_FINISH = 13
+    A_TEXT = 14
+    A_REASONING = 15
+    A_REFUSAL = 16
+    A_PART = 17
+    A_PART_TYPE = 18
+    A_PART_TEXT = 19
+    A_PART_THOUGHT = 20
+    A_PART_TOOL = 21
+    A_TOOL = 22
+    A_TOOL_INDEX = 23
+    A_TOOL_ID = 24
+    A_TOOL_ARGS = 25
+    A_BLOCK_REASON = 26
+    A_INCOMPLETE_REASON = 27
+    A_DELTA = 28
+    A_DELTA_TEXT = 29
+    A_DELTA_THINKING = 30
+    A_DELTA_JSON = 31
+    A_STOP_REASON = 32
+    A_BLOCK_INDEX = 33
+    A_BLOCK_TYPE = 34
+    A_ITEM_TYPE = 35
+    A_ARGS = 36
+    A_GEMINI = 37
+    A_STATUS = 38
+    A_STOP_DETAIL = 39
+    A_NATIVE_FINISH = 40
+    A_FUNCTION_CALL = 41
+
+cdef enum ScalarKind:
+    K_STRING = 0
+    K_NUMBER = 1
+    K_TRUE = 2
+    K_FALSE = 3
+    K_NULL = 4
+
+cdef enum:  # HoleRole: what a replayed event's string value counts (A_TEXT.. in this order)
+    H_FREE = 0
+    H_TEXT = 1
+    H_REASONING = 2
+    H_REFUSAL = 3
+    H_ARGS = 4  # a tool call's arguments: fed to the call's JSON check
+    H_NUMBER = 5  # a number no rule reads: any valid JSON number
+    N_ROLES = 6
+
+# The record's own tables, filled from _dialects at import (record_tables_init).
+cdef extern from *:
+    """
+    static FastsseStrTable fastsse_reasoning_parts, fastsse_native_rank;
+    static int fastsse_unknown_rank;
+    """
+    StrTable _reasoning_parts "fastsse_reasoning_parts"  # REASONING_PART_TYPES
+    StrTable _native_rank "fastsse_native_rank"  # NATIVE_FINISH_RANK
+    int _unknown_rank "fastsse_unknown_rank"  # the rank of a finish reason it does not list
+
+cdef inline int record_tables_init(object dialects, list keep) except -1:
+    global _unknown_rank
+    strtable_fill(&_reasoning_parts, {k: 1 for k in dialects.REASONING_PART_TYPES}, keep)
+    strtable_fill(&_native_rank, dict(dialects.NATIVE_FINISH_RANK), keep)
+    _unknown_rank = dialects.OUTCOME_RANK[dialects.UNKNOWN_FINISH[1]]
+    return 0
+
+ctypedef struct Choice:
+    int64_t ordinal
+    int64_t index  # -1: not sent
+    Str finish
+    Str native  # OpenRouter's native_finish_reason
+    int text, reasoning, refusal, tool
+    int tool_start, tool_count  # slice of Record.tools
+
+ctypedef struct Tool:
+    int64_t ordinal
+    int64_t index
+    Str id
+    Py_ssize_t args_off, args_len  # slice of Record.captured; args_len -1: not sent
+
+ctypedef struct Part:
+    Str type
+    bint text, thought, tool
+
+ctypedef struct Record:
+    Str type, object, model, err_code, err_type, err_status, flat_code
+    Str block_reason, incomplete_reason, stop_reason, block_type, item_type, status, stop_detail
+    bint error, has_choices, gemini, delta, delta_text, delta_thinking
+    int64_t seq, block_index  # -1: not sent
+    int too_many  # 0, or 1 (choices) / 2 (tool calls)
+    Choice* choices
+    int n_choices, cap_choices
+    bint in_choice, in_part, in_tool
+    Choice choice
+    Part part
+    Tool tool
+    Tool* tools
+    int n_tools, cap_tools
+    bint out_of_memory  # a table could not grow (record_end cannot raise): the caller raises
+    Buf captured  # whole strings captured for JSON validation
+    Py_ssize_t delta_json_off, delta_json_len, args_off, args_len
+    # json_whole's string values whose bytes do not change what is recorded, except whether
+    # they are empty: offsets from the start of the JSON (see _caches.pxd, "Replaying")
+    int n_holes
+    Py_ssize_t hole_start[MAX_HOLES]
+    Py_ssize_t hole_end[MAX_HOLES]
+    unsigned char hole_role[MAX_HOLES]
+    # a value that may be payload is not among the holes (there were too many, or it is a
+    # value a rule reads as text): the event must not become a template (see _caches.pxd)
+    bint opaque
+
+cdef inline void worse_finish(Choice* choice) noexcept:
+    """The choice's finish reason, given OpenRouter's native one (_scanner_py.worse_finish)."""
+    cdef int native = strtable_get_str(&_native_rank, &choice.native)
+    cdef int finish
+    if native < 0:
+        return  # unknown: finish_reason speaks
+    finish = strtable_get_str(&_native_rank, &choice.finish)
+    if native < (finish if finish >= 0 else _unknown_rank):
+        choice.finish = choice.native
+
+cdef inline void record_reset(Record* r) noexcept:
+    str_clear(&r.type); str_clear(&r.object); str_clear(&r.model); str_clear(&r.err_code)
+    str_clear(&r.err_type); str_clear(&r.err_status); str_clear(&r.flat_code)
+    str_clear(&r.block_reason); str_clear(&r.incomplete_reason); str_clear(&r.stop_reason)
+    str_clear(&r.block_type); str_clear(&r.item_type); str_clear(&r.status)
+    str_clear(&r.stop_detail)
+    r.error = r.has_choices = r.gemini = r.delta = r.delta_text = r.delta_thinking = False
+    r.seq = r.block_index = -1
+    r.too_many = 0
+    r.n_choices = 0
+    r.in_choice = r.in_part = r.in_tool = False
+    r.n_tools = 0
+    r.captured.len = 0
+    r.delta_json_len = r.args_len = -1
+    r.delta_json_off = r.args_off = 0
+    r.n_holes = 0
+    r.opaque = False
+
+cdef inline void record_begin(Record* r, int action, bint is_object) noexcept:
+    if action == A_ERROR:
+        r.error = True
+    elif action == A_CHOICES:
+        r.has_choices = True
+    elif action == A_GEMINI:
+        r.gemini = True
+    elif not is_object:
+        return
+    elif action == A_CHOICE:
+        r.in_choice = True
+        memset(&r.choice, 0, sizeof(Choice))
+        r.choice.ordinal = r.n_choices
+        r.choice.index = -1
+        r.choice.finish.len = -1
+        r.choice.native.len = -1
+        r.choice.tool_start = r.n_tools
+    elif action == A_PART:
+        if r.in_choice:
+            r.in_part = True
+            r.part.type.len = -1
+            r.part.text = r.part.thought = r.part.tool = False
+    elif action == A_TOOL or action == A_FUNCTION_CALL:
+        if r.in_choice:
+            r.in_tool = True
+            r.tool.ordinal = r.choice.tool_count
+            r.tool.index = -1 if action == A_TOOL else LEGACY_CALL_INDEX
+            r.tool.id.len = -1
+            r.tool.args_len = -1
+            r.tool.args_off = 0
+
+cdef inline void record_end(Record* r, int action, bint is_object) noexcept:
+    if not is_object:
+        return
+    if action == A_CHOICE:
+        if r.choice.native.len >= 0 and r.choice.finish.len >= 0:
+            worse_finish(&r.choice)
+        if r.n_choices >= MAX_CHOICES:
+            r.too_many = 1
+        elif array_reserve(<void**>&r.choices, &r.cap_choices, r.n_choices, sizeof(Choice)) < 0:
+            r.out_of_memory = True
+        else:
+            r.choices[r.n_choices] = r.choice
+            r.n_choices += 1
+        r.in_choice = False
+    elif action == A_PART:
+        if r.in_part and r.in_choice:
+            if r.part.thought or strtable_get_str(&_reasoning_parts, &r.part.type) >= 0:
+                r.choice.reasoning += 1
+            elif r.part.tool:
+                r.choice.tool += 1
+            elif r.part.text:
+                r.choice.text += 1
+        r.in_part = False
+    elif action == A_TOOL or action == A_FUNCTION_CALL:
+        if r.in_tool and r.in_choice:
+            if r.n_tools >= MAX_TOOL_CALLS:
+                r.too_many = 2
+            elif array_reserve(<void**>&r.tools, &r.cap_tools, r.n_tools, sizeof(Tool)) < 0:
+                r.out_of_memory = True
+            else:
+                r.tools[r.n_tools] = r.tool
+                r.n_tools += 1
+                r.choice.tool_count += 1
+        r.in_tool = False
+
+cdef inline void record_scalar(Record* r, int action, int kind, const Str* value, int64_t number,
+                        bint nonempty, Py_ssize_t cap_off, Py_ssize_t cap_len) noexcept:
+    """number: -1 if not a plain integer.  value: the bounded capture; cap_*: a whole capture."""
+    cdef Str code
+    cdef int n
+    if action == A_ERROR:
+        if kind != K_NULL and kind != K_FALSE:
+            r.error = True
+        return
+    if kind == K_NUMBER:
+        if number < 0:
+            return
+        if action == A_SEQ:
+            r.seq = number
+        elif action == A_CHOICE_INDEX:
+            if r.in_choice:
+                r.choice.index = number
+        elif action == A_TOOL_INDEX:
+            if r.in_tool:
+                r.tool.index = number
+        elif action == A_BLOCK_INDEX:
+            r.block_index = number
+        elif action == A_ERR_CODE or action == A_FLAT_CODE:
+            # the number's decimal text, as the Python twin's str(int)
+            code.len = 0
+            n = 0
+            while True:
+                code.s[n] = <char>(48 + number % 10)
+                n += 1
+                number //= 10
+                if number == 0:
+                    break
+            code.len = n
+            for i in range(n // 2):
+                code.s[i], code.s[n - 1 - i] = code.s[n - 1 - i], code.s[i]
+            if action == A_ERR_CODE:
+                r.err_code = code
+            else:
+                r.flat_code = code
+        return
+    if kind == K_TRUE:
+        if action == A_PART_THOUGHT and r.in_part:
+            r.part.thought = True
+        return
+    if kind != K_STRING:
+        return
+    if action == A_TYPE:
+        r.type = value[0]
+    elif action == A_OBJECT:
+        r.object = value[0]
+    elif action == A_MODEL:
+        if value.len > 0:
+            r.model = value[0]
+    elif action == A_ERR_CODE:
+        r.err_code = value[0]
+    elif action == A_ERR_TYPE:
+        r.err_type = value[0]
+    elif action == A_ERR_STATUS:
+        r.err_status = value[0]
+    elif action == A_FLAT_CODE:
+        r.flat_code = value[0]
+    elif action == A_FINISH:
+        if r.in_choice and value.len > 0:  # "" names nothing: null (see _scanner_py)
+            r.choice.finish = value[0]
+    elif action == A_NATIVE_FINISH:
+        if r.in_choice and value.len > 0:
+            r.choice.native = value[0]
+    elif action == A_TEXT:
+        if nonempty and r.in_choice:
+            r.choice.text += 1
+    elif action == A_REASONING:
+        if nonempty and r.in_choice:
+            r.choice.reasoning += 1
+    elif action == A_REFUSAL:
+        if nonempty and r.in_choice:
+            r.choice.refusal += 1
+    elif action == A_PART_TYPE:
+        if r.in_part:
+            r.part.type = value[0]
+    elif action == A_PART_TEXT:
+        if nonempty and r.in_part:
+            r.part.text = True
+    elif action == A_PART_TOOL:
+        if nonempty and r.in_part:
+            r.part.tool = True
+    elif action == A_TOOL_ID:
+        if r.in_tool and value.len > 0:
+            r.tool.id = value[0]
+    elif action == A_TOOL_ARGS:
+        if r.in_tool:
+            if r.tool.args_len < 0:
+                r.tool.args_off = cap_off
+                r.tool.args_len = cap_len
+            else:  # a repeated key: its capture follows the first one directly
+                r.tool.args_len += cap_len
+    elif action == A_BLOCK_REASON:
+        r.block_reason = value[0]
+    elif action == A_INCOMPLETE_REASON:
+        r.incomplete_reason = value[0]
+    elif action == A_STATUS:
+        r.status = value[0]
+    elif action == A_DELTA:
+        r.delta = r.delta or nonempty
+    elif action == A_DELTA_TEXT:
+        r.delta_text = r.delta_text or nonempty
+    elif action == A_DELTA_THINKING:
+        r.delta_thinking = r.delta_thinking or nonempty
+    elif action == A_DELTA_JSON:
+        r.delta_json_off = cap_off
+        r.delta_json_len = cap_len
+    elif action == A_STOP_REASON:
+        r.stop_reason = value[0]
+    elif action == A_STOP_DETAIL:
+        r.stop_detail = value[0]
+    elif action == A_BLOCK_TYPE:
+        r.block_type = value[0]
+    elif action == A_ITEM_TYPE:
+        r.item_type = value[0]
+    elif action == A_ARGS:
+        r.args_off = cap_off
+        r.args_len = cap_len
+
+# ============================================================================ the JSON automaton

@@ -1,0 +1,328 @@
+"""The event record: what one event's JSON says that the dialect rules read.
+
+The JSON automaton (``_json_py``) walks ``_dialects.JSON_TREE`` and calls ``EventRecord.begin``,
+``end`` and ``scalar`` as it meets the fields the tree names; the scanner's dialect rules then
+read the record.  What each action does is a table, one per kind of value (``_ON_STRING``,
+``_ON_NUMBER``, ``_ON_TRUE``), so that a new field adds a row.  The compiled twin's
+``_record.pxd`` holds the same rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import _dialects as d
+from ._limits import MAX_CHOICES, MAX_TOOL_CALLS
+
+# The kinds of scalar the automaton reports.
+K_STRING, K_NUMBER, K_TRUE, K_FALSE, K_NULL = range(5)
+
+_REASONING_PART_TYPES = frozenset(t.encode() for t in d.REASONING_PART_TYPES)
+_NATIVE_RANK = {raw.encode(): rank for raw, rank in d.NATIVE_FINISH_RANK.items()}
+_UNKNOWN_RANK = d.OUTCOME_RANK[d.UNKNOWN_FINISH[1]]
+
+
+def worse_finish(finish: bytes, native: bytes) -> bytes:
+    """A choice's finish reason, given OpenRouter's native one beside it (NATIVE_FINISH_RANK)."""
+    native_rank = _NATIVE_RANK.get(native)
+    if native_rank is not None and native_rank < _NATIVE_RANK.get(finish, _UNKNOWN_RANK):
+        return native
+    return finish
+
+
+class Choice:
+    __slots__ = ("ordinal", "index", "finish", "native", "text", "reasoning", "refusal", "tool",
+                 "tools")
+
+    def __init__(self, ordinal: int):
+        self.ordinal = ordinal
+        self.index: int | None = None
+        self.finish: bytes | None = None
+        self.native: bytes | None = None
+        self.text = self.reasoning = self.refusal = self.tool = 0
+        self.tools: list[ToolFragment] = []
+
+
+class ToolFragment:
+    __slots__ = ("ordinal", "index", "id", "args")
+
+    def __init__(self, ordinal: int):
+        self.ordinal = ordinal
+        self.index: int | None = None
+        self.id: bytes | None = None
+        self.args: bytes | None = None
+
+
+class Part:
+    __slots__ = ("type", "text", "thought", "tool")
+
+    def __init__(self):
+        self.type = None
+        self.text = self.thought = self.tool = False
+
+
+class EventRecord:
+    """The fields of one event that matter, as JSON_TREE asked for them."""
+
+    __slots__ = (
+        "type", "object", "model", "error", "err_code", "err_type", "err_status", "flat_code",
+        "seq", "has_choices", "gemini", "choices", "too_many", "choice", "part", "tool",
+        "tool_fragments",
+        "block_reason", "incomplete_reason", "status", "delta", "delta_text",
+        "delta_thinking", "delta_json", "stop_reason", "stop_detail", "block_index",
+        "block_type", "item_type", "args",
+    )  # fmt: skip
+
+    def __init__(self):
+        self.type = self.object = self.model = None
+        self.error = False
+        self.err_code = self.err_type = self.err_status = self.flat_code = None
+        self.seq = None
+        self.has_choices = self.gemini = False
+        self.choices: list[Choice] = []
+        self.too_many: str | None = None
+        self.choice: Choice | None = None
+        self.part: Part | None = None
+        self.tool: ToolFragment | None = None
+        self.tool_fragments = 0
+        self.block_reason = self.incomplete_reason = self.status = None
+        self.delta = self.delta_text = self.delta_thinking = False
+        self.delta_json = None
+        self.stop_reason = self.stop_detail = None
+        self.block_index = None
+        self.block_type = self.item_type = None
+        self.args = None
+
+    # The automaton calls these three as it meets fields that JSON_TREE names.
+    def begin(self, action: int, is_object: bool) -> None:
+        if action == d.A_ERROR:
+            self.error = True
+        elif action == d.A_CHOICES:
+            self.has_choices = True
+        elif action == d.A_GEMINI:
+            self.gemini = True
+        elif not is_object:
+            return
+        elif action == d.A_CHOICE:
+            self.choice = Choice(len(self.choices))
+        elif action == d.A_PART:
+            if self.choice is not None:
+                self.part = Part()
+        elif action == d.A_TOOL or action == d.A_FUNCTION_CALL:
+            if self.choice is not None:
+                self.tool = ToolFragment(len(self.choice.tools))
+                if action == d.A_FUNCTION_CALL:
+                    self.tool.index = d.LEGACY_CALL_INDEX
+
+    def end(self, action: int, is_object: bool) -> None:
+        if not is_object:
+            return
+        if action == d.A_CHOICE:
+            choice = self.choice
+            assert choice is not None  # begin() made it
+            if choice.native is not None and choice.finish is not None:
+                choice.finish = worse_finish(choice.finish, choice.native)
+            if len(self.choices) >= MAX_CHOICES:
+                self.too_many = "choices"
+            else:
+                self.choices.append(choice)
+            self.choice = None
+        elif action == d.A_PART:
+            part, choice = self.part, self.choice
+            if part is not None and choice is not None:
+                if part.thought or part.type in _REASONING_PART_TYPES:
+                    choice.reasoning += 1
+                elif part.tool:
+                    choice.tool += 1
+                elif part.text:
+                    choice.text += 1
+            self.part = None
+        elif action == d.A_TOOL or action == d.A_FUNCTION_CALL:
+            if self.tool is not None and self.choice is not None:
+                if self.tool_fragments >= MAX_TOOL_CALLS:
+                    self.too_many = "tool_calls"
+                else:
+                    self.choice.tools.append(self.tool)
+                    self.tool_fragments += 1
+            self.tool = None
+
+    def scalar(self, action: int, kind: int, value, nonempty: bool) -> None:
+        """A scalar value for action.  kind: K_STRING (value: the captured bytes, or None if
+        the action captures none), K_NUMBER (value: an int below 2**53, else None), K_TRUE,
+        K_FALSE, K_NULL (value None).  nonempty: a string with at least one byte."""
+        rule = _RULES[kind].get(action)
+        if rule is not None:
+            rule(self, value, nonempty)
+
+
+# ---------------------------------------------------------------------------- what a value does
+# Each rule takes (record, value, nonempty).
+
+Rule = Callable[[EventRecord, object, bool], None]
+
+
+def _field(name: str) -> Rule:
+    """The value is the field's (the last one sent wins)."""
+
+    def rule(record: EventRecord, value, nonempty: bool) -> None:
+        setattr(record, name, value)
+
+    return rule
+
+
+def _named(name: str) -> Rule:
+    """A value that names something: an empty one names nothing."""
+
+    def rule(record: EventRecord, value, nonempty: bool) -> None:
+        if value:
+            setattr(record, name, value)
+
+    return rule
+
+
+def _flag(name: str) -> Rule:
+    """True once any such value was not empty."""
+
+    def rule(record: EventRecord, value, nonempty: bool) -> None:
+        if nonempty:
+            setattr(record, name, True)
+
+    return rule
+
+
+def _error(record: EventRecord, value, nonempty: bool) -> None:
+    record.error = True  # an "error" that is anything but null or false
+
+
+def _choice_named(name: str) -> Rule:
+    """A value of the choice being read that names something.  An empty finish reason is null
+    (TGI sends "" before the last chunk)."""
+
+    def rule(record: EventRecord, value, nonempty: bool) -> None:
+        if record.choice is not None and value:
+            setattr(record.choice, name, value)
+
+    return rule
+
+
+def _choice_count(name: str) -> Rule:
+    """Content of the choice being read: counted when not empty."""
+
+    def rule(record: EventRecord, value, nonempty: bool) -> None:
+        choice = record.choice
+        if nonempty and choice is not None:
+            setattr(choice, name, getattr(choice, name) + 1)
+
+    return rule
+
+
+def _part_type(record: EventRecord, value, nonempty: bool) -> None:
+    if record.part is not None:
+        record.part.type = value
+
+
+def _part_flag(name: str) -> Rule:
+    def rule(record: EventRecord, value, nonempty: bool) -> None:
+        if nonempty and record.part is not None:
+            setattr(record.part, name, True)
+
+    return rule
+
+
+def _tool_id(record: EventRecord, value, nonempty: bool) -> None:
+    if record.tool is not None and value:
+        record.tool.id = value
+
+
+def _tool_args(record: EventRecord, value, nonempty: bool) -> None:
+    tool = record.tool
+    if tool is not None:
+        tool.args = value if tool.args is None else tool.args + value  # a repeated key adds
+
+
+def _number(set_number: Callable[[EventRecord, int], None]) -> Rule:
+    """A number rule: only plain integers below 2**53 count."""
+
+    def rule(record: EventRecord, value, nonempty: bool) -> None:
+        if value is not None:
+            set_number(record, value)
+
+    return rule
+
+
+def _set_choice_index(record: EventRecord, value: int) -> None:
+    if record.choice is not None:
+        record.choice.index = value
+
+
+def _set_tool_index(record: EventRecord, value: int) -> None:
+    if record.tool is not None:
+        record.tool.index = value
+
+
+def _number_text(name: str) -> Callable[[EventRecord, int], None]:
+    """A numeric code, kept as its decimal text (as a string code would be)."""
+
+    def set_number(record: EventRecord, value: int) -> None:
+        setattr(record, name, str(value).encode())
+
+    return set_number
+
+
+def _set_attr(name: str) -> Callable[[EventRecord, int], None]:
+    def set_number(record: EventRecord, value: int) -> None:
+        setattr(record, name, value)
+
+    return set_number
+
+
+def _part_thought(record: EventRecord, value, nonempty: bool) -> None:
+    if record.part is not None:
+        record.part.thought = True
+
+
+_ON_STRING: dict[int, Rule] = {
+    d.A_ERROR: _error,
+    d.A_TYPE: _field("type"),
+    d.A_OBJECT: _field("object"),
+    d.A_MODEL: _named("model"),
+    d.A_ERR_CODE: _field("err_code"),
+    d.A_ERR_TYPE: _field("err_type"),
+    d.A_ERR_STATUS: _field("err_status"),
+    d.A_FLAT_CODE: _field("flat_code"),
+    d.A_FINISH: _choice_named("finish"),
+    d.A_NATIVE_FINISH: _choice_named("native"),
+    d.A_TEXT: _choice_count("text"),
+    d.A_REASONING: _choice_count("reasoning"),
+    d.A_REFUSAL: _choice_count("refusal"),
+    d.A_PART_TYPE: _part_type,
+    d.A_PART_TEXT: _part_flag("text"),
+    d.A_PART_TOOL: _part_flag("tool"),
+    d.A_TOOL_ID: _tool_id,
+    d.A_TOOL_ARGS: _tool_args,
+    d.A_BLOCK_REASON: _field("block_reason"),
+    d.A_INCOMPLETE_REASON: _field("incomplete_reason"),
+    d.A_STATUS: _field("status"),
+    d.A_DELTA: _flag("delta"),
+    d.A_DELTA_TEXT: _flag("delta_text"),
+    d.A_DELTA_THINKING: _flag("delta_thinking"),
+    d.A_DELTA_JSON: _field("delta_json"),
+    d.A_STOP_REASON: _field("stop_reason"),
+    d.A_STOP_DETAIL: _field("stop_detail"),
+    d.A_BLOCK_TYPE: _field("block_type"),
+    d.A_ITEM_TYPE: _field("item_type"),
+    d.A_ARGS: _field("args"),
+}
+_ON_NUMBER: dict[int, Rule] = {
+    d.A_ERROR: _error,
+    d.A_SEQ: _number(_set_attr("seq")),
+    d.A_CHOICE_INDEX: _number(_set_choice_index),
+    d.A_TOOL_INDEX: _number(_set_tool_index),
+    d.A_BLOCK_INDEX: _number(_set_attr("block_index")),
+    d.A_ERR_CODE: _number(_number_text("err_code")),
+    d.A_FLAT_CODE: _number(_number_text("flat_code")),
+}
+_ON_TRUE: dict[int, Rule] = {d.A_ERROR: _error, d.A_PART_THOUGHT: _part_thought}
+_RULES: dict[int, dict[int, Rule]] = {
+    K_STRING: _ON_STRING, K_NUMBER: _ON_NUMBER, K_TRUE: _ON_TRUE, K_FALSE: {}, K_NULL: {},
+}
