@@ -41,8 +41,8 @@ Judgements.  Most streams end like one of the last few judged (the same dialect,
 and flags): a ``Judged`` key of C values finds that stream's answer without building the 17
 Python arguments of ``_verdict._judge``.
 
-The memo belongs to one Scanner; templates and judgements to a ``Caches`` object
-(``_scanner.Caches``), one per process unless a caller passes its own.  Declarations and
+The memo belongs to one Scanner; templates, judgements and the last model name sanitized to a
+``Caches`` object (``_scanner.Caches``), one per process unless a caller passes its own.  Declarations and
 ``cdef inline`` functions only.
 """
 

@@ -38,7 +38,8 @@ ctypedef struct Framing:
     Py_ssize_t data_lines
     Buf event_type  # the event's "event:" value (empty: "message")
     Py_ssize_t event_bytes  # non-comment line bytes of the event being built
-    bint bare_active  # reading a bare JSON object, not framed as SSE (Gemini's errors)
+    bint bare_active  # a bare JSON object, not framed as SSE (Gemini's errors), is being read
+                      # (by the scanner's automaton): its lines count here, as an event's do
     Py_ssize_t bare_bytes
 
 ctypedef struct LineSearch:  # how far one chunk was searched for line ends

@@ -15,7 +15,7 @@ from libc.stdint cimport int64_t
 from libc.string cimport memcmp, memset
 
 from ._cbytes cimport CAP, MAX_DEPTH, Str, buf_append, fastsse_plain_run, str_append
-from ._record cimport (K_FALSE, K_NULL, K_NUMBER, K_STRING, K_TRUE, Record, record_begin,
+from ._record cimport (V_FALSE, V_NULL, V_NUMBER, V_STRING, V_TRUE, Record, record_begin,
                        record_end, record_scalar)
 
 cdef extern from *:
@@ -312,17 +312,17 @@ cdef inline void end_string(Json* j) noexcept:
     action = value_action(j)
     if action:
         if j.capture == 2:
-            record_scalar(j.record, action, K_STRING, &j.sbuf, -1, j.nonempty,
+            record_scalar(j.record, action, V_STRING, &j.sbuf, -1, j.nonempty,
                           j.cap_start, j.record.captured.len - j.cap_start)
         else:
             if j.capture == 0:
                 j.sbuf.len = -1
-            record_scalar(j.record, action, K_STRING, &j.sbuf, -1, j.nonempty, 0, 0)
+            record_scalar(j.record, action, V_STRING, &j.sbuf, -1, j.nonempty, 0, 0)
     after_value(j)
 
 cdef inline void end_number(Json* j) noexcept:
     j.sbuf.len = -1
-    emit_scalar(j, K_NUMBER, j.num_value if j.num_int and j.num_value < MAX_INT else -1)
+    emit_scalar(j, V_NUMBER, j.num_value if j.num_int and j.num_value < MAX_INT else -1)
 
 cdef inline void start_value(Json* j, unsigned char c) noexcept:
     if c == b'"':
@@ -438,14 +438,14 @@ cdef inline int whole_string_value(Json* j, const unsigned char* p, Py_ssize_t n
     if _full_capture[action]:
         start = j.record.captured.len
         buf_append(&j.record.captured, <const char*>p, n)
-        record_scalar(j.record, action, K_STRING, &j.sbuf, -1, j.nonempty, start, n)
+        record_scalar(j.record, action, V_STRING, &j.sbuf, -1, j.nonempty, start, n)
     else:
         if _short_capture[action]:
             j.sbuf.len = 0
             str_append(&j.sbuf, <const char*>p, n)
         else:
             j.sbuf.len = -1
-        record_scalar(j.record, action, K_STRING, &j.sbuf, -1, j.nonempty, 0, 0)
+        record_scalar(j.record, action, V_STRING, &j.sbuf, -1, j.nonempty, 0, 0)
     after_value(j)
     return 0
 
@@ -516,8 +516,8 @@ cdef inline int json_feed(Json* j, const unsigned char* p, Py_ssize_t n) except 
             j.lit_pos += 1
             if j.lit_pos == j.lit_len:
                 j.sbuf.len = -1
-                emit_scalar(j, K_TRUE if j.lit_len == 4 and j.literal[0] == b't'
-                            else K_FALSE if j.lit_len == 5 else K_NULL, -1)
+                emit_scalar(j, V_TRUE if j.lit_len == 4 and j.literal[0] == b't'
+                            else V_FALSE if j.lit_len == 5 else V_NULL, -1)
             i += 1
             continue
         i += 1
@@ -556,12 +556,12 @@ cdef inline int json_feed(Json* j, const unsigned char* p, Py_ssize_t n) except 
                             if number < MAX_INT:
                                 number = number * 10 + p[k] - 48
                         j.sbuf.len = -1
-                        emit_scalar(j, K_NUMBER, number if number < MAX_INT else -1)
+                        emit_scalar(j, V_NUMBER, number if number < MAX_INT else -1)
                         i = end
                         continue
                 elif c == b'n' and i + 3 <= n and p[i] == b'u' and p[i + 1] == b'l' and p[i + 2] == b'l':
                     j.sbuf.len = -1
-                    emit_scalar(j, K_NULL, -1)
+                    emit_scalar(j, V_NULL, -1)
                     i += 3
                     continue
         if state == S_VALUE:

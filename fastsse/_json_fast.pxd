@@ -27,7 +27,7 @@ from ._cbytes cimport CAP, Pos, Str, buf_append, fastsse_plain_run, str_append
 from ._json cimport (MAX_INT, _full_capture, _hex, _is_ws, _node_action, _node_element,
                      _short_capture, _unescape, tree_child)
 from ._record cimport (A_REASONING, A_REFUSAL, A_TEXT, A_TOOL_ARGS, H_ARGS, H_FREE, H_NUMBER,
-                       H_TEXT, K_FALSE, K_NULL, K_NUMBER, K_STRING, K_TRUE, MAX_HOLES, Record,
+                       H_TEXT, V_FALSE, V_NULL, V_NUMBER, V_STRING, V_TRUE, MAX_HOLES, Record,
                        record_begin, record_end, record_scalar)
 
 cdef extern from *:
@@ -154,7 +154,7 @@ cdef inline Pos fast_escaped_string(Cursor* c, Pos s, Pos q, int action) except?
             capture_bytes(c.rec, capture, &sbuf, <const char*>q, run)
         q += run
     if action:  # an escape always stands for a byte: the string is not empty
-        record_scalar(c.rec, action, K_STRING, &sbuf, -1, True,
+        record_scalar(c.rec, action, V_STRING, &sbuf, -1, True,
                       start, c.rec.captured.len - start)
     return q + 1
 
@@ -180,12 +180,12 @@ cdef inline Pos fast_string(Cursor* c, Pos p, int action) except? NULL:
         if _full_capture[action]:
             start = c.rec.captured.len
             buf_append(&c.rec.captured, <const char*>s, run)
-            record_scalar(c.rec, action, K_STRING, &sbuf, -1, run > 0, start, run)
+            record_scalar(c.rec, action, V_STRING, &sbuf, -1, run > 0, start, run)
         else:
             if _short_capture[action]:
                 sbuf.len = 0
                 str_append(&sbuf, <const char*>s, run)
-            record_scalar(c.rec, action, K_STRING, &sbuf, -1, run > 0, 0, 0)
+            record_scalar(c.rec, action, V_STRING, &sbuf, -1, run > 0, 0, 0)
     return s + run + 1
 
 cdef inline Pos skip_string(Record* rec, Pos q, Pos end, int action) except? NULL:
@@ -260,7 +260,7 @@ cdef inline Pos fast_number(Cursor* c, Pos q, int action) noexcept:
             value = value * 10 + start[0] - 48
         start += 1
     absent.len = -1
-    record_scalar(c.rec, action, K_NUMBER, &absent, value if start == q and value < MAX_INT else -1,
+    record_scalar(c.rec, action, V_NUMBER, &absent, value if start == q and value < MAX_INT else -1,
                   False, 0, 0)
     return q
 
@@ -287,11 +287,11 @@ cdef inline Pos fast_value(Cursor* c, Pos p, int node) except? NULL:
     if ch == b'-' or is_digit(ch):
         return fast_number(c, p, action)
     if ch == b'n':
-        return fast_literal(c, p, action, "null", 4, K_NULL)
+        return fast_literal(c, p, action, "null", 4, V_NULL)
     if ch == b't':
-        return fast_literal(c, p, action, "true", 4, K_TRUE)
+        return fast_literal(c, p, action, "true", 4, V_TRUE)
     if ch == b'f':
-        return fast_literal(c, p, action, "false", 5, K_FALSE)
+        return fast_literal(c, p, action, "false", 5, V_FALSE)
     return NULL
 
 cdef inline Pos fast_object(Cursor* c, Pos p, int node) except? NULL:
@@ -333,7 +333,7 @@ cdef inline Pos fast_object(Cursor* c, Pos p, int node) except? NULL:
             elif is_digit(p[0]):
                 p = fast_number(c, p, action)
             elif p[0] == b'n':
-                p = fast_literal(c, p, action, "null", 4, K_NULL)
+                p = fast_literal(c, p, action, "null", 4, V_NULL)
             else:
                 p = fast_value(c, p, child)
             if p == NULL:

@@ -13,7 +13,7 @@ import re
 
 from . import _dialects as d
 from ._limits import MAX_JSON_DEPTH
-from ._record_py import K_FALSE, K_NULL, K_NUMBER, K_STRING, K_TRUE, EventRecord
+from ._record_py import V_FALSE, V_NULL, V_NUMBER, V_STRING, V_TRUE, EventRecord
 
 # named bytes
 _QUOTE, _BACKSLASH, _COLON, _COMMA, _MINUS, _PLUS, _DOT = b'"\\:,-+.'
@@ -58,7 +58,7 @@ _TREE = d.JSON_TREE
 _FULL = d.FULL_CAPTURE_ACTIONS
 _SHORT = d.SHORT_CAPTURE_ACTIONS
 _CAP = d.CAPTURE_BYTES
-_LITERAL_KIND = {b"true": K_TRUE, b"false": K_FALSE, b"null": K_NULL}
+_LITERAL_KIND = {b"true": V_TRUE, b"false": V_FALSE, b"null": V_NULL}
 
 
 class JsonScanner:
@@ -169,11 +169,11 @@ class JsonScanner:
             return
         value = bytes(self.sbuf) if self.capture else None
         self.sbuf.clear()
-        self._scalar(K_STRING, value, self.nonempty)
+        self._scalar(V_STRING, value, self.nonempty)
 
     def _end_number(self) -> None:
         value = self.num_value if self.num_int and self.num_value < _MAX_INT else None
-        self._scalar(K_NUMBER, value)
+        self._scalar(V_NUMBER, value)
 
     def _emit(self, piece: bytes) -> None:
         """Append unescaped string bytes to the key or captured value."""

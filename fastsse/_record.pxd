@@ -61,12 +61,12 @@ cdef enum Action:
     A_NATIVE_FINISH = 40
     A_FUNCTION_CALL = 41
 
-cdef enum ScalarKind:
-    K_STRING = 0
-    K_NUMBER = 1
-    K_TRUE = 2
-    K_FALSE = 3
-    K_NULL = 4
+cdef enum ValueKind:  # what kind of scalar the JSON readers report
+    V_STRING = 0
+    V_NUMBER = 1
+    V_TRUE = 2
+    V_FALSE = 3
+    V_NULL = 4
 
 cdef enum:  # HoleRole: what a replayed event's string value counts (A_TEXT.. in this order)
     H_FREE = 0
@@ -140,7 +140,7 @@ ctypedef struct Record:
     bint opaque
 
 cdef inline void worse_finish(Choice* choice) noexcept:
-    """The choice's finish reason, given OpenRouter's native one (_scanner_py.worse_finish)."""
+    """The choice's finish reason, given OpenRouter's native one (_record_py.worse_finish)."""
     cdef int native = strtable_get_str(&_native_rank, &choice.native)
     cdef int finish
     if native < 0:
@@ -239,10 +239,10 @@ cdef inline void record_scalar(Record* r, int action, int kind, const Str* value
     cdef Str code
     cdef int n
     if action == A_ERROR:
-        if kind != K_NULL and kind != K_FALSE:
+        if kind != V_NULL and kind != V_FALSE:
             r.error = True
         return
-    if kind == K_NUMBER:
+    if kind == V_NUMBER:
         if number < 0:
             return
         if action == A_SEQ:
@@ -273,11 +273,11 @@ cdef inline void record_scalar(Record* r, int action, int kind, const Str* value
             else:
                 r.flat_code = code
         return
-    if kind == K_TRUE:
+    if kind == V_TRUE:
         if action == A_PART_THOUGHT and r.in_part:
             r.part.thought = True
         return
-    if kind != K_STRING:
+    if kind != V_STRING:
         return
     if action == A_TYPE:
         r.type = value[0]
@@ -354,5 +354,3 @@ cdef inline void record_scalar(Record* r, int action, int kind, const Str* value
     elif action == A_ARGS:
         r.args_off = cap_off
         r.args_len = cap_len
-
-# ============================================================================ the JSON automaton

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from . import _dialects as d
 from ._limits import MAX_CHOICES, MAX_TOOL_CALLS
 
-# The kinds of scalar the automaton reports.
-K_STRING, K_NUMBER, K_TRUE, K_FALSE, K_NULL = range(5)
+# The kinds of scalar value the automaton reports.
+V_STRING, V_NUMBER, V_TRUE, V_FALSE, V_NULL = range(5)
 
 _REASONING_PART_TYPES = frozenset(t.encode() for t in d.REASONING_PART_TYPES)
 _NATIVE_RANK = {raw.encode(): rank for raw, rank in d.NATIVE_FINISH_RANK.items()}
@@ -147,9 +147,9 @@ class EventRecord:
             self.tool = None
 
     def scalar(self, action: int, kind: int, value, nonempty: bool) -> None:
-        """A scalar value for action.  kind: K_STRING (value: the captured bytes, or None if
-        the action captures none), K_NUMBER (value: an int below 2**53, else None), K_TRUE,
-        K_FALSE, K_NULL (value None).  nonempty: a string with at least one byte."""
+        """A scalar value for action.  kind: V_STRING (value: the captured bytes, or None if
+        the action captures none), V_NUMBER (value: an int below 2**53, else None), V_TRUE,
+        V_FALSE, V_NULL (value None).  nonempty: a string with at least one byte."""
         rule = _RULES[kind].get(action)
         if rule is not None:
             rule(self, value, nonempty)
@@ -324,5 +324,5 @@ _ON_NUMBER: dict[int, Rule] = {
 }
 _ON_TRUE: dict[int, Rule] = {d.A_ERROR: _error, d.A_PART_THOUGHT: _part_thought}
 _RULES: dict[int, dict[int, Rule]] = {
-    K_STRING: _ON_STRING, K_NUMBER: _ON_NUMBER, K_TRUE: _ON_TRUE, K_FALSE: {}, K_NULL: {},
+    V_STRING: _ON_STRING, V_NUMBER: _ON_NUMBER, V_TRUE: _ON_TRUE, V_FALSE: {}, V_NULL: {},
 }

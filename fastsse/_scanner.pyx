@@ -242,7 +242,10 @@ cdef class Caches:
         return self.named_model_str
 
 
-default_caches = Caches()
+# The process's caches.  Scanners take the C variable, which no assignment from Python can
+# rebind; default_caches names the same object for Python code.
+cdef Caches _default_caches = Caches()
+default_caches = _default_caches
 
 # ============================================================================ the scanner
 
@@ -312,7 +315,7 @@ cdef class Scanner:
         self.protocol = protocol
         self.max_event_bytes = max_event_bytes
         self.max_line_bytes = max_line_bytes
-        self.caches = default_caches if caches is None else caches
+        self.caches = _default_caches if caches is None else caches
         self.templates = self.caches.templates
         self.dialect = _DIALECT_CODES[None if protocol == "auto" else protocol]
         self.fr.at_start = True
@@ -382,7 +385,8 @@ cdef class Scanner:
 
     cdef int _scan(self, Pos p, Py_ssize_t n) except -1:
         """Read the chunk p[:n]: its lines, and the events they end."""
-        cdef Py_ssize_t pos = 0, end, length, blank
+        cdef Py_ssize_t pos = 0, end, length, blank, value_off
+        cdef bint first
         cdef LineSearch search
         search_init(&search)
         if self.fr.pending_cr:
@@ -409,7 +413,17 @@ cdef class Scanner:
                 blank = blank_after(p, n, end)
                 if (blank >= 0 and self.fr.data_lines == 0 and not self.fr.bare_active
                         and length >= 5 and memcmp(p + pos, b"data:", 5) == 0):
-                    self._one_line_event(p, pos, end, blank, n)
+                    # A whole one-line event inside this chunk ("data: ...", then a blank
+                    # line): read it where it lies instead of copying it into fr.data, with
+                    # the calls _process_line and _dispatch would make, in order.  Then it
+                    # may be kept for the caches.  (Written out here, not in a method: the
+                    # call costs about 1% of reading a Responses stream.)
+                    value_off = data_value_offset(p + pos, length)
+                    first = self.fr.event_type.len == 0 and self.fr.event_bytes == 0
+                    self.memo_event = self.template_event = False
+                    self._dispatch_data(p + pos + value_off, length - value_off)
+                    if first and (self.memo_event or self.template_event) and self.limit is None:
+                        self._keep_event(p + pos, event_tail(p, n, end, blank), length, value_off)
                     end = blank
                 else:
                     self._process_line(p + pos, length)
@@ -423,25 +437,19 @@ cdef class Scanner:
             buf_append(&self.fr.line, <const char*>p + pos, n - pos)
         return 0
 
-    cdef inline int _one_line_event(self, Pos p, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t blank,
-                             Py_ssize_t n) except -1:
-        """A whole one-line event inside the chunk, "data: ..." at p[pos:end] and then a blank
-        line at p[blank]: read where it lies instead of copied into fr.data, with the calls
-        _process_line and _dispatch would make, in order.  Then it may be kept for the caches."""
-        cdef Py_ssize_t value_off = data_value_offset(p + pos, end - pos)
-        cdef Py_ssize_t tail, size
-        cdef bint first = self.fr.event_type.len == 0 and self.fr.event_bytes == 0
-        self.memo_event = self.template_event = False
-        self._dispatch_data(p + pos + value_off, end - pos - value_off)
-        if first and (self.memo_event or self.template_event) and self.limit is None:
-            tail = event_tail(p, n, end, blank)
-            size = end - pos + tail
-            if tail and size <= MEMO_MAX_BYTES:
-                if self.memo_event:
-                    self._keep(p + pos, tail, size, value_off)
-                if self.template_event and not templates_skipped(self.templates):
-                    template_make(self.templates, &self.template_prev, &self.rec, p + pos, tail,
-                                  size, value_off, self.memo_event)
+    cdef int _keep_event(self, Pos event, Py_ssize_t tail, Py_ssize_t length,
+                         Py_ssize_t value_off) except -1:
+        """The one-line event just read in place, event[:length] and its line end and blank
+        line (tail bytes, 0 for an ending the caches do not take), is kept to replay the events
+        that repeat it, or becomes a template, as _handle_event found it may."""
+        cdef Py_ssize_t size = length + tail
+        if tail == 0 or size > MEMO_MAX_BYTES:
+            return 0
+        if self.memo_event:
+            self._keep(event, tail, size, value_off)
+        if self.template_event and not templates_skipped(self.templates):
+            template_make(self.templates, &self.template_prev, &self.rec, event, tail, size,
+                          value_off, self.memo_event)
         return 0
 
     cdef int _dispatch_data(self, Pos data, Py_ssize_t n) except -1:
@@ -1036,7 +1044,6 @@ cdef class Scanner:
                 self._note_error()
         return 0
 
-    # ------------------------------------------------------------------ the end
     # ------------------------------------------------------------------ the end
     cdef object _judgement(self, str transport, Py_ssize_t residual, int n_finishes):
         """_judge's answer for this stream, whose first n_finishes finish reasons count.  Most

@@ -124,7 +124,9 @@ class Scanner:
     ):
         check_options(protocol, max_event_bytes, max_line_bytes)
         if caches is not None and not isinstance(caches, Caches):
-            raise TypeError(f"caches must be a fastsse Caches, not {type(caches).__name__}")
+            # each twin takes its own (fastsse.Caches is the running twin's)
+            raise TypeError(f"caches must be a {Caches.__module__}.Caches, not "
+                            f"{type(caches).__module__}.{type(caches).__qualname__}")
         self.protocol = protocol
         self.max_event_bytes = max_event_bytes
         self.max_line_bytes = max_line_bytes
@@ -302,7 +304,7 @@ class Scanner:
         dialect = self._dialect
         if dialect == "chat" or dialect == "gemini":
             self._choices(record)
-        elif dialect is not None:  # responses, anthropic: what the event is, by its name
+        elif dialect in _EVENT_RULES:  # responses, anthropic: what the event is, by its name
             kind = _KINDS[dialect].get(record.type if record.type is not None else event_type, d.K_OTHER)
             if dialect == "responses":
                 self._sequence(record)

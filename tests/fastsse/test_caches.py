@@ -86,3 +86,13 @@ def test_the_python_twins_caches_keep_nothing():
     judge(_scanner_py, stream(), caches)
     judge(_scanner_py, SECOND, caches)
     assert caches.template_bytes() == [] and set(caches.stats().values()) == {0}
+
+
+@compiled_only
+def test_rebinding_the_module_name_leaves_scanners_their_caches(monkeypatch):
+    """default_caches names the object scanners use; rebinding the name (a monkeypatch gone
+    wrong) must not leave a scanner without caches, which crashed the interpreter once."""
+    process_caches = _scanner_c.default_caches
+    monkeypatch.setattr(_scanner_c, "default_caches", None)
+    verdict, scanner = judge(_scanner_c, SECOND)
+    assert scanner.caches is process_caches and verdict == _scanner_py.scan(SECOND, "chat")
