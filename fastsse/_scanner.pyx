@@ -8,8 +8,8 @@ Open one file at a time, in the order bytes travel:
   ``_dialects.JSON_TREE`` names into the ``Record`` of ``_record.pxd`` (``_json_py``,
   ``_record_py``); ``_json_fast.pxd`` reads most whole events in one pass instead, with the same
   record calls (no twin: the twin's automaton is what it must agree with);
-- ``_caches.pxd``: the caches of repeated events, replay, templates and judgements (no twin:
-  they only skip work whose answer is known);
+- ``_caches.pxd``: the caches of repeated events, replay, templates and judgements (the twin's
+  ``_caches_py`` keeps nothing: the caches only skip work whose answer is known);
 - this file: the ``Scanner``, which drives the layers, and the dialect rules that turn each
   event's record into the stream's evidence; and ``Caches``, the object that holds what
   scanners share.
