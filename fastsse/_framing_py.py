@@ -88,6 +88,6 @@ def split_field(line: bytes) -> tuple[int, bytes]:
     if colon < 0:
         return FIELDS.get(line, F_OTHER), b""
     value = line[colon + 1 :]
-    if value[:1] == b" ":
+    if value and value[0] == SPACE:
         value = value[1:]
     return FIELDS.get(line[:colon], F_OTHER), value

@@ -240,40 +240,33 @@ def _tool_args(record: EventRecord, value, nonempty: bool) -> None:
         tool.args = value if tool.args is None else tool.args + value  # a repeated key adds
 
 
-def _number(set_number: Callable[[EventRecord, int], None]) -> Rule:
-    """A number rule: only plain integers below 2**53 count."""
+def _number(rule: Rule) -> Rule:
+    """A number rule: only plain integers below 2**53 count (others arrive as None)."""
 
-    def rule(record: EventRecord, value, nonempty: bool) -> None:
+    def number_rule(record: EventRecord, value, nonempty: bool) -> None:
         if value is not None:
-            set_number(record, value)
+            rule(record, value, nonempty)
 
-    return rule
+    return number_rule
 
 
-def _set_choice_index(record: EventRecord, value: int) -> None:
+def _choice_index(record: EventRecord, value, nonempty: bool) -> None:
     if record.choice is not None:
         record.choice.index = value
 
 
-def _set_tool_index(record: EventRecord, value: int) -> None:
+def _tool_index(record: EventRecord, value, nonempty: bool) -> None:
     if record.tool is not None:
         record.tool.index = value
 
 
-def _number_text(name: str) -> Callable[[EventRecord, int], None]:
+def _number_text(name: str) -> Rule:
     """A numeric code, kept as its decimal text (as a string code would be)."""
 
-    def set_number(record: EventRecord, value: int) -> None:
+    def rule(record: EventRecord, value, nonempty: bool) -> None:
         setattr(record, name, str(value).encode())
 
-    return set_number
-
-
-def _set_attr(name: str) -> Callable[[EventRecord, int], None]:
-    def set_number(record: EventRecord, value: int) -> None:
-        setattr(record, name, value)
-
-    return set_number
+    return rule
 
 
 def _part_thought(record: EventRecord, value, nonempty: bool) -> None:
@@ -315,10 +308,10 @@ _ON_STRING: dict[int, Rule] = {
 }
 _ON_NUMBER: dict[int, Rule] = {
     d.A_ERROR: _error,
-    d.A_SEQ: _number(_set_attr("seq")),
-    d.A_CHOICE_INDEX: _number(_set_choice_index),
-    d.A_TOOL_INDEX: _number(_set_tool_index),
-    d.A_BLOCK_INDEX: _number(_set_attr("block_index")),
+    d.A_SEQ: _number(_field("seq")),
+    d.A_CHOICE_INDEX: _number(_choice_index),
+    d.A_TOOL_INDEX: _number(_tool_index),
+    d.A_BLOCK_INDEX: _number(_field("block_index")),
     d.A_ERR_CODE: _number(_number_text("err_code")),
     d.A_FLAT_CODE: _number(_number_text("flat_code")),
 }
