@@ -25,7 +25,7 @@ bench: $(VENV)/.installed-bench
 
 # The service against its bare HTTP stack, side by side (needs wrk, and PostgreSQL on 5432).
 bench-service: $(VENV)/.installed-bench
-	$(BIN)/python bench/bench_service.py $(ARGS)
+	$(BIN)/python bench/bench_service.py --rounds 3 $(ARGS)
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)

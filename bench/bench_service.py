@@ -27,6 +27,7 @@ import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -285,6 +286,36 @@ CONFIGS = {
 }
 
 
+def print_scaling(results: dict) -> None:
+    for backend in ("sqlite", "pg"):
+        one, two = results.get(f"{backend}1"), results.get(f"{backend}2")
+        if one and two:
+            print(f"  {backend}: 2 workers / 1 worker = {two['rps'] / one['rps']:.2f}x")
+
+
+def print_medians(rounds: list[dict]) -> None:
+    """Each configuration's median over the rounds, and the median of its ratios to the bare
+    endpoint of the same round (each ratio measured side by side)."""
+    print(f"\n  medians of {len(rounds)} rounds")
+    for key, (name, backend, workers) in CONFIGS.items():
+        runs = [r for r in rounds if key in r]
+        if not runs:
+            continue
+        line = f"  {name:<34} {statistics.median(r[key]['rps'] for r in runs):8.0f}"
+        ratios = [r[key]["rps"] / r[f"bare{workers}"]["rps"] for r in runs
+                  if backend and f"bare{workers}" in r]
+        if ratios:
+            line += (f"   {statistics.median(ratios):.0%} of bare "
+                     f"(rounds: {', '.join(f'{x:.0%}' for x in ratios)})")
+        print(line)
+    for backend in ("sqlite", "pg"):
+        scaling = [r[f"{backend}2"]["rps"] / r[f"{backend}1"]["rps"] for r in rounds
+                   if f"{backend}1" in r and f"{backend}2" in r]
+        if scaling:
+            print(f"  {backend}: 2 workers / 1 worker = {statistics.median(scaling):.2f}x "
+                  f"(rounds: {', '.join(f'{x:.2f}' for x in scaling)})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=12)
@@ -294,6 +325,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=20_000, help="bytes per stream (main table)")
     parser.add_argument("--quick", action="store_true", help="5 s runs, main table only")
     parser.add_argument("--only", choices=sorted(CONFIGS), action="append")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run the main table's configurations this many times in turn, "
+                             "and print the medians: the machine's speed drifts between runs")
     parser.add_argument("--no-sizes", action="store_true")
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--admin-dsn", default=ADMIN_DSN)
@@ -326,30 +360,32 @@ def main() -> None:
               " durable commits (PostgreSQL synchronous_commit=on, SQLite synchronous=FULL)")
         print(f"\n  {'configuration':<34} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7}   "
               f"{'of bare':>7}  {'errors':>6}")
-        results = {}
+        rounds: list[dict] = []
         try:
-            for key, (name, backend, workers) in CONFIGS.items():
-                if args.only and key not in args.only:
-                    continue
-                log = root / f"{key}.log"
-                if backend is None:
-                    server = start_bare(workers, log)
-                else:
-                    url = scratch.sqlite() if backend == "sqlite" else scratch.postgres()
-                    server = start_service(url, workers, log)
-                try:
-                    result = run_load(server, main_body, args, script, key)
-                    stored = committed_rows(server) if backend else None
-                finally:
-                    server.stop()
-                results[key] = result
-                bare = results.get(f"bare{workers}") if backend else None
-                extra = "" if stored is None else f"   {stored} stored (warm-up included)"
-                print_row(name, result, bare, extra)
-            for backend in ("sqlite", "pg"):
-                one, two = results.get(f"{backend}1"), results.get(f"{backend}2")
-                if one and two:
-                    print(f"  {backend}: 2 workers / 1 worker = {two['rps'] / one['rps']:.2f}x")
+            for _ in range(args.rounds):
+                results: dict = {}
+                rounds.append(results)
+                for key, (name, backend, workers) in CONFIGS.items():
+                    if args.only and key not in args.only:
+                        continue
+                    log = root / f"{key}.log"
+                    if backend is None:
+                        server = start_bare(workers, log)
+                    else:
+                        url = scratch.sqlite() if backend == "sqlite" else scratch.postgres()
+                        server = start_service(url, workers, log)
+                    try:
+                        result = run_load(server, main_body, args, script, key)
+                        stored = committed_rows(server) if backend else None
+                    finally:
+                        server.stop()
+                    results[key] = result
+                    bare = results.get(f"bare{workers}") if backend else None
+                    extra = "" if stored is None else f"   {stored} stored (warm-up included)"
+                    print_row(name, result, bare, extra)
+                print_scaling(results)
+            if len(rounds) > 1:
+                print_medians(rounds)
 
             if not args.no_sizes:
                 print("\n  by stream size, service on PostgreSQL, 2 workers "

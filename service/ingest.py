@@ -14,7 +14,7 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import AsyncIterable, Iterable
+from collections.abc import AsyncIterable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from urllib.parse import parse_qsl
@@ -189,14 +189,15 @@ class Answer:
 
     status: int
     body: bytes = b""
-    headers: dict | None = None
+    headers: Mapping[str, str] | None = None
 
 
 class UploadClock:
     """The upload timeouts of one post: no byte for ``idle`` seconds, or the whole body not in
     after ``total`` seconds, and the task reading it is cancelled (a client that dribbles its
-    bytes must not hold a connection and a slot forever).  Two timers per post, re-armed on
-    each chunk; nothing per byte."""
+    bytes must not hold a connection and a slot forever).  One timer per post: a chunk only
+    notes the time, and the timer, when it fires, looks whether the upload was quiet for
+    ``idle`` seconds or took too long, and otherwise sets itself again for the earlier one."""
 
     def __init__(self, idle: float, total: float) -> None:
         self._loop = asyncio.get_running_loop()
@@ -205,24 +206,28 @@ class UploadClock:
         self._task = task
         self._cancelling = getattr(self._task, "cancelling", lambda: 0)
         self._idle = idle
+        self._total = total
         self._reason: str | None = None
-        self._total_timer = self._loop.call_later(
-            total, self._expire, f"not whole after {total:g} s (UPLOAD_TIMEOUT_SECONDS)")
-        self._idle_timer = self._arm_idle()
+        self._last = started = self._loop.time()
+        self._deadline = started + total
+        self._timer = self._loop.call_at(min(started + idle, self._deadline), self._check)
 
-    def _arm_idle(self):
-        return self._loop.call_later(
-            self._idle, self._expire,
-            f"no byte for {self._idle:g} s (UPLOAD_IDLE_TIMEOUT_SECONDS)")
+    def _check(self) -> None:
+        now = self._loop.time()
+        if now >= self._deadline:
+            self._expire(f"not whole after {self._total:g} s (UPLOAD_TIMEOUT_SECONDS)")
+        elif now - self._last >= self._idle:
+            self._expire(f"no byte for {self._idle:g} s (UPLOAD_IDLE_TIMEOUT_SECONDS)")
+        else:
+            self._timer = self._loop.call_at(min(self._last + self._idle, self._deadline),
+                                             self._check)
 
     def _expire(self, reason: str) -> None:
-        if self._reason is None:
-            self._reason = reason
-            self._task.cancel()
+        self._reason = reason
+        self._task.cancel()
 
     def tick(self) -> None:
-        self._idle_timer.cancel()
-        self._idle_timer = self._arm_idle()
+        self._last = self._loop.time()
 
     def expired(self) -> str | None:
         """Why the upload timed out (its cancellation is then handled), or None, also when
@@ -234,12 +239,11 @@ class UploadClock:
         return self._reason
 
     def stop(self) -> None:
-        self._idle_timer.cancel()
-        self._total_timer.cancel()
+        self._timer.cancel()
 
 
-def problem(status: int, detail: str, headers: dict | None = None) -> Answer:
-    return Answer(status, _json({"detail": detail}), headers)
+def problem(status: int, detail: str, headers: Mapping[str, str] | None = None) -> Answer:
+    return Answer(status, json_body({"detail": detail}), headers)
 
 
 async def ingest(chunks: AsyncIterable[bytes], params: IngestParams, gateway, *,
@@ -262,7 +266,7 @@ async def ingest(chunks: AsyncIterable[bytes], params: IngestParams, gateway, *,
         if not oldest <= params.ended_at <= now + MAX_CLOCK_SKEW:
             reason = ("is more than 5 minutes ahead of the service's clock"
                       if params.ended_at > now else "is older than the verdicts are kept")
-            return Answer(422, _json({"detail": [_error("value_error", "ended_at", reason,
+            return Answer(422, json_body({"detail": [_error("value_error", "ended_at", reason,
                                                          params.ended_at.isoformat())]}))
 
     judge = StreamJudge(params.protocol, max_body_bytes=settings.max_body_bytes,
@@ -325,5 +329,5 @@ async def ingest(chunks: AsyncIterable[bytes], params: IngestParams, gateway, *,
     return Answer(201 if created else 200, verdict_json(stored))
 
 
-def _json(value) -> bytes:
+def json_body(value) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()

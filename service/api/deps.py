@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -38,17 +38,18 @@ class Gateway:
     webhook: WebhookCheck | None = None
 
 
-def ingest_caller(request: Request) -> Gateway:
-    credentials = request.app.state.ingest_credentials
-    authorization = request.headers.get("authorization")
+def ingest_caller(state, headers: Mapping[str, str]) -> Gateway:
+    """Who posts, from the app's state and the request's headers; HTTPException 401 if nobody
+    we know."""
+    authorization = headers.get("authorization")
     if authorization is not None:
-        name = credentials.bearer(authorization)
+        name = state.ingest_credentials.bearer(authorization)
         if name is None:
             raise HTTPException(401, "the bearer token is not a gateway's ingest token",
                                 headers=UNAUTHORIZED)
         return Gateway(name)
-    check = credentials.webhook(request.headers, tolerance_seconds=request.app.state.settings
-                                .webhook_tolerance_seconds)
+    check = state.ingest_credentials.webhook(
+        headers, tolerance_seconds=state.settings.webhook_tolerance_seconds)
     if check is None:
         raise HTTPException(401, "send Authorization: Bearer <ingest token>, or sign the post "
                                  "with Standard Webhooks headers", headers=UNAUTHORIZED)

@@ -122,3 +122,22 @@ def test_an_upload_dribbled_past_the_total_timeout_gets_a_408_and_starves_nobody
     assert 1.3 < time.monotonic() - started < 6
     assert served_meanwhile == [201, 201, 201]
     assert "dribbled" not in stored_ids(server)
+
+
+def test_an_upload_slower_than_the_idle_timeout_but_never_quiet_that_long_is_stored(serve):
+    # One timer watches both limits; every chunk only moves the moment the idle limit counts
+    # from, so a steady upload that takes three idle timeouts in all is not cut off.
+    server = serve(upload_idle_timeout_seconds=0.6, upload_timeout_seconds=30)
+    body = chat_stream(text="a slow but steady upload")
+    pieces = 10
+    size = len(body) // pieces + 1
+    sock = open_upload(server.port, "steady", len(body), body[:size])
+    started = time.monotonic()
+    for at in range(size, len(body), size):
+        time.sleep(0.25)
+        sock.sendall(body[at:at + size])
+    status, raw = answer_of(sock)
+    sock.close()
+    assert status == 201, raw
+    assert time.monotonic() - started > 1.8  # three times the idle timeout
+    assert stored_ids(server) == {"steady"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import re
 import socket
 from datetime import datetime, timedelta, timezone
 
@@ -314,7 +315,8 @@ def test_the_openapi_document_describes_every_ingest_parameter(client):
 
 
 def test_the_fast_path_answers_as_the_fastapi_route_does(make_settings, database_url):
-    """IngestFastPath takes posts past FastAPI's layers; the route it bypasses answers alike."""
+    """Posts go past FastAPI's layers (app.Service, streams.serve_post); the FastAPI route
+    they bypass answers alike."""
     from service.app import create_app
 
     from .conftest import ThreadServer
@@ -349,6 +351,41 @@ def test_the_fast_path_answers_as_the_fastapi_route_does(make_settings, database
     fast, routed = answers(True, "fast"), answers(False, "routed")
     assert [status for status, *_ in fast] == [201, 200, 409, 401, 401, 422, 201]
     assert fast == routed
+
+
+def test_a_bug_on_the_fast_path_is_a_counted_500_and_the_service_goes_on(serve, monkeypatch):
+    """An exception that escapes the ingest code is answered as FastAPI would (500, plain
+    text), counted among the answers, and the next post is served."""
+    from service.api.routes import streams
+
+    server = serve()
+    real = streams.ingest
+    calls = []
+
+    async def buggy(chunks, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            async for _ in chunks:  # read, so that the server can answer before it closes
+                pass
+            raise RuntimeError("a bug")
+        return await real(chunks, *args, **kwargs)
+
+    monkeypatch.setattr(streams, "ingest", buggy)
+    def answers_500() -> float:  # the metrics live as long as the process: compare
+        scraped = httpx.get(f"{server.url}/metrics", timeout=30).text
+        found = re.search(r'^fastsse_ingest_requests_total\{status="500"\} (\S+)$', scraped,
+                          re.M)
+        return float(found.group(1)) if found else 0.0
+
+    before = answers_500()
+    # One connection each: the server closes the one an exception escaped on.
+    first = httpx.post(f"{server.url}/v1/streams", params={"stream_id": "bug-1"},
+                       content=chat_stream(), headers=INGEST, timeout=30)
+    assert (first.status_code, first.text) == (500, "Internal Server Error")
+    second = httpx.post(f"{server.url}/v1/streams", params={"stream_id": "bug-2"},
+                        content=chat_stream(), headers=INGEST, timeout=30)
+    assert second.status_code == 201
+    assert answers_500() == before + 1
 
 
 def test_ended_at_keeps_a_late_post_at_its_own_time(client, database_url):

@@ -1,16 +1,30 @@
 """POST /v1/streams: a gateway posts the raw bytes of one stream and gets its verdict back.
 
-The work is in ``service.ingest``; this route authenticates, reads the parameters and sends
-what ``ingest`` answers.  ``IngestFastPath`` brings every post to it directly (see there).
+The work is in ``service.ingest``; ``answer_post`` authenticates, reads the parameters and
+says what to answer, and one of two paths sends it: ``serve_post``, plain ASGI, which every
+post takes, and the FastAPI route, which documents the operation (see ``serve_post``).
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
+
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import PlainTextResponse, Response
+from starlette.datastructures import Headers
+from starlette.requests import ClientDisconnect
 
 from ... import metrics
-from ...ingest import OVERLOAD_RETRY_AFTER_SECONDS, InvalidParameters, ingest, openapi_parameters, parse_query, problem
+from ...ingest import (
+    OVERLOAD_RETRY_AFTER_SECONDS,
+    Answer,
+    InvalidParameters,
+    ingest,
+    json_body,
+    openapi_parameters,
+    parse_query,
+    problem,
+)
 from ..deps import ingest_caller
 from ..schemas import Problem, ValidationProblem, VerdictOut
 
@@ -49,15 +63,30 @@ RAW_STREAM_BODY = {
     },
 )
 async def post_stream(request: Request) -> Response:
+    answer = await answer_post(request.app.state, request.headers,
+                               request.query_params.multi_items(), request.stream())
+    return Response(answer.body, status_code=answer.status, headers=answer.headers,
+                    media_type="application/json" if answer.body else None)
+
+
+async def answer_post(state, headers: Mapping[str, str],
+                      query: Iterable[tuple[str, str]] | bytes,
+                      chunks: AsyncIterable[bytes]) -> Answer:
+    """What a post is answered, on either path: authenticate, read the parameters, admit it,
+    ingest it.  Every answer is counted, and so is an exception that escapes (as a 500)."""
     status = 500  # unless an answer is made: what an exception that escapes turns into
     try:
-        gateway = ingest_caller(request)
         try:
-            params = parse_query(request.query_params.multi_items())
+            gateway = ingest_caller(state, headers)
+        except HTTPException as exc:  # 401: answered as FastAPI's handler answers it
+            answer = problem(exc.status_code, exc.detail, exc.headers)
+            status = answer.status
+            return answer
+        try:
+            params = parse_query(query)
         except InvalidParameters as exc:
             status = 422
-            return JSONResponse({"detail": exc.errors}, status_code=422)
-        state = request.app.state
+            return Answer(422, json_body({"detail": exc.errors}))
         # A signed post is known to be a gateway's only once its body is in: such posts get
         # slots of their own (a quarter as many), so that unverified ones, however many,
         # never take the slots of the gateways that authenticated up front.
@@ -72,41 +101,48 @@ async def post_stream(request: Request) -> Response:
         else:
             state.inflight_posts[pool] += 1
             try:
-                answer = await ingest(request.stream(), params, gateway,
-                                      settings=state.settings, writer=state.writer,
-                                      declared_length=request.headers.get("content-length"))
+                answer = await ingest(chunks, params, gateway, settings=state.settings,
+                                      writer=state.writer,
+                                      declared_length=headers.get("content-length"))
             finally:
                 state.inflight_posts[pool] -= 1
         status = answer.status
-        return Response(answer.body, status_code=status, headers=answer.headers,
-                        media_type="application/json" if answer.body else None)
-    except HTTPException as exc:
-        status = exc.status_code  # 401 from the credentials check
-        raise
+        return answer
     finally:
         metrics.count_ingest_answer(status)
 
 
-class IngestFastPath:
-    """ASGI middleware: POST /v1/streams goes to ``post_stream`` directly.
+async def serve_post(state, scope, receive, send) -> None:
+    """POST /v1/streams as a plain ASGI application: what ``post_stream`` answers, without
+    FastAPI's routing, middleware, request and response objects around it (those cost a worker
+    about a fifth of a post's time).  The app (``app.Service``) sends every post here; the
+    FastAPI route above stays, for the OpenAPI document and as the path tests compare this
+    one with.  An exception that escapes is answered 500 and raised on to the server, as
+    FastAPI's ServerErrorMiddleware does."""
+    try:
+        answer = await answer_post(state, Headers(scope=scope), scope["query_string"],
+                                   _body(receive))
+    except Exception:
+        await PlainTextResponse("Internal Server Error", 500)(scope, receive, send)
+        raise
+    headers = [(b"content-length", str(len(answer.body)).encode())]
+    if answer.body:
+        headers.append((b"content-type", b"application/json"))
+    if answer.headers:
+        headers.extend((name.lower().encode("latin-1"), value.encode("latin-1"))
+                       for name, value in answer.headers.items())
+    await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+    await send({"type": "http.response.body", "body": answer.body})
 
-    The hot path of the service, taken past FastAPI's routing, dependency and exception layers
-    (they cost a worker about as much per post as judging and storing the stream does).  The
-    FastAPI route above stays: it documents the operation, and it answers exactly as this
-    does (tests hold the two to the same answers).  Every other request goes on to FastAPI;
-    an unexpected exception still reaches the app's error handling outside this middleware.
-    """
 
-    def __init__(self, app) -> None:
-        self.app = app
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http" or scope["path"] != router.prefix or scope["method"] != "POST":
-            await self.app(scope, receive, send)
+async def _body(receive) -> AsyncIterator[bytes]:
+    """The request's body as it arrives, as ``Request.stream()`` yields it."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect
+        body = message.get("body", b"")
+        if body:
+            yield body
+        if not message.get("more_body", False):
             return
-        try:
-            response = await post_stream(Request(scope, receive))
-        except HTTPException as exc:  # as FastAPI's handler answers it
-            response = JSONResponse({"detail": exc.detail}, status_code=exc.status_code,
-                                    headers=exc.headers)
-        await response(scope, receive, send)
