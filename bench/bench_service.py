@@ -25,6 +25,7 @@ import argparse
 import collections
 import os
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -173,11 +174,52 @@ def committed_rows(server: Server) -> int:
                                                  text, re.M)))
 
 
-def run_load(server: Server, bodies: list[Path], args, script: Path, tag: str) -> dict:
+def run_load(server: Server, bodies: list[Path], args, script: Path, tag: str,
+             database: str | None = None) -> dict:
+    """wrk's figures, and the CPU each post cost the server's processes, the PostgreSQL
+    backends of ``database`` and wrk itself (all on the same cores)."""
     wrk(server.url, bodies, seconds=args.warmup, connections=args.connections,
         threads=args.threads, script=script, tag=tag + "w")
-    return wrk(server.url, bodies, seconds=args.seconds, connections=args.connections,
-               threads=args.threads, script=script, tag=tag)
+    served = [server.process.pid, *server.worker_pids()]
+    backends = postgres_backends(args.admin_dsn, database) if database else []
+    before = (cpu_seconds(served), cpu_seconds(backends),
+              resource.getrusage(resource.RUSAGE_CHILDREN))
+    result = wrk(server.url, bodies, seconds=args.seconds, connections=args.connections,
+                 threads=args.threads, script=script, tag=tag)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    spent = {"service": cpu_seconds(served) - before[0],
+             "postgres": cpu_seconds(backends) - before[1] if database else None,
+             "wrk": (children.ru_utime + children.ru_stime
+                     - before[2].ru_utime - before[2].ru_stime)}
+    result["cpu_us"] = {name: None if value is None else value / result["requests"] * 1e6
+                        for name, value in spent.items()}
+    return result
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU of these processes so far (/proc/PID/stat)."""
+    total = 0
+    for pid in set(pids):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def postgres_backends(admin_dsn: str, database: str) -> list[int]:
+    """The server processes serving connections to ``database`` (the writer's among them)."""
+    with psycopg.connect(admin_dsn, autocommit=True) as admin:
+        return [pid for (pid,) in admin.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s", (database,))]
+
+
+def cpu_text(result: dict) -> str:
+    cpu = result["cpu_us"]
+    parts = [f"{name} {cpu[name]:.0f}" for name in ("service", "postgres", "wrk")
+             if cpu[name] is not None]
+    return "   CPU µs a post: " + ", ".join(parts)
 
 
 def print_row(name: str, result: dict, bare: dict | None = None, extra: str = "") -> None:
@@ -374,15 +416,16 @@ def main() -> None:
                     else:
                         url = scratch.sqlite() if backend == "sqlite" else scratch.postgres()
                         server = start_service(url, workers, log)
+                    database = url.rsplit("/", 1)[1] if backend == "postgres" else None
                     try:
-                        result = run_load(server, main_body, args, script, key)
+                        result = run_load(server, main_body, args, script, key, database)
                         stored = committed_rows(server) if backend else None
                     finally:
                         server.stop()
                     results[key] = result
                     bare = results.get(f"bare{workers}") if backend else None
                     extra = "" if stored is None else f"   {stored} stored (warm-up included)"
-                    print_row(name, result, bare, extra)
+                    print_row(name, result, bare, extra + cpu_text(result))
                 print_scaling(results)
             if len(rounds) > 1:
                 print_medians(rounds)

@@ -34,7 +34,10 @@ GEN0_THRESHOLD = 10_000
 
 class Service(FastAPI):
     """The service's app: FastAPI's, except that POST /v1/streams, the hot path, goes straight
-    to ``streams.serve_post`` (plain ASGI), before FastAPI's middleware and routing."""
+    to ``streams.serve_post`` (plain ASGI), before FastAPI's middleware and routing.  So a
+    middleware added to the app (``add_middleware``), and FastAPI's own OpenTelemetry
+    instrumentation where a provider is configured, never see those posts: what they must do
+    for them goes into ``serve_post``."""
 
     ingest_fast_path = True
 

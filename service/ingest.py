@@ -40,6 +40,7 @@ _INTEGER = re.compile(r"^[+-]?[0-9]{1,12}$")
 RETRY_AFTER_SECONDS = "5"
 OVERLOAD_RETRY_AFTER_SECONDS = "1"
 CLIENT_CLOSED_REQUEST = 499  # nginx's "client closed request": the upload broke off
+CLOCK_SLACK_SECONDS = 0.001  # how early an upload timeout may fire (see UploadClock._check)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,14 +214,15 @@ class UploadClock:
         self._timer = self._loop.call_at(min(started + idle, self._deadline), self._check)
 
     def _check(self) -> None:
-        now = self._loop.time()
-        if now >= self._deadline:
+        due = min(self._last + self._idle, self._deadline)
+        # uvloop's clock counts whole milliseconds: a timer may fire a moment before the time
+        # it was set for, which must not make it set itself again and again until then.
+        if self._loop.time() + CLOCK_SLACK_SECONDS < due:
+            self._timer = self._loop.call_at(due, self._check)  # a chunk came meanwhile
+        elif due == self._deadline:
             self._expire(f"not whole after {self._total:g} s (UPLOAD_TIMEOUT_SECONDS)")
-        elif now - self._last >= self._idle:
-            self._expire(f"no byte for {self._idle:g} s (UPLOAD_IDLE_TIMEOUT_SECONDS)")
         else:
-            self._timer = self._loop.call_at(min(self._last + self._idle, self._deadline),
-                                             self._check)
+            self._expire(f"no byte for {self._idle:g} s (UPLOAD_IDLE_TIMEOUT_SECONDS)")
 
     def _expire(self, reason: str) -> None:
         self._reason = reason

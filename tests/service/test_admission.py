@@ -8,6 +8,7 @@ import socket
 import time
 
 import httpx
+import pytest
 
 from .conftest import INGEST_SECRET, READ
 from .streams import chat_stream
@@ -141,3 +142,34 @@ def test_an_upload_slower_than_the_idle_timeout_but_never_quiet_that_long_is_sto
     assert status == 201, raw
     assert time.monotonic() - started > 1.8  # three times the idle timeout
     assert stored_ids(server) == {"steady"}
+
+
+def test_an_upload_timeout_fires_once_on_uvloops_millisecond_clock(monkeypatch):
+    # uvloop may run a timer a moment before the time it was set for; the clock must not set
+    # itself again and again until then (it did, some hundred times within a millisecond).
+    import asyncio
+
+    uvloop = pytest.importorskip("uvloop")
+    from service.ingest import UploadClock
+
+    checks = []
+    real = UploadClock._check
+    monkeypatch.setattr(UploadClock, "_check", lambda self: (checks.append(1), real(self)))
+
+    async def upload(idle: float, total: float) -> str | None:
+        clock = UploadClock(idle, total)
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            return clock.expired()
+        finally:
+            clock.stop()
+        return None
+
+    for idle, total, limit in [(0.0123, 5, "UPLOAD_IDLE_TIMEOUT_SECONDS"),
+                               (5, 0.0377, "UPLOAD_TIMEOUT_SECONDS"),
+                               (0.007, 0.0041, "UPLOAD_TIMEOUT_SECONDS")]:
+        checks.clear()
+        reason = uvloop.run(upload(idle, total))
+        assert reason is not None and limit in reason
+        assert len(checks) <= 2, (idle, total, len(checks))

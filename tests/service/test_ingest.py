@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import logging
 import re
 import socket
 from datetime import datetime, timedelta, timezone
@@ -321,6 +322,13 @@ def test_the_fast_path_answers_as_the_fastapi_route_does(make_settings, database
 
     from .conftest import ThreadServer
 
+    class Chunked(bytes):
+        """Sent in chunks, without a content-length: the limit is found while reading."""
+
+        def pieces(self):
+            yield from (self[i:i + 4096] for i in range(0, len(self), 4096))
+
+    too_large = chat_stream(text="a long answer " * 2000)
     cases = [
         ({"stream_id": "p-1", "tool": "codex"}, chat_stream(), INGEST),
         ({"stream_id": "p-1", "tool": "codex"}, chat_stream(), INGEST),  # duplicate: 200
@@ -329,33 +337,44 @@ def test_the_fast_path_answers_as_the_fastapi_route_does(make_settings, database
         ({"stream_id": "p-2"}, chat_stream(), {"Authorization": "Bearer nope"}),
         ({"stream_id": "has space", "attempt": "-3"}, chat_stream(), INGEST),  # 422
         ({"stream_id": "p-3", "transport": "reset"}, b"", INGEST),
+        ({"stream_id": "p-4"}, too_large, INGEST),  # 413 before a byte is read
+        ({"stream_id": "p-5"}, Chunked(too_large), INGEST),  # 413 once past the limit
+        ({"stream_id": "p-6"}, Chunked(chat_stream()), INGEST),  # chunked: 201
     ]
 
     def answers(fast: bool, gateway: str) -> list:
-        settings = make_settings(ingest_tokens=f"{gateway}:ingest-secret-gw1")
+        settings = make_settings(ingest_tokens=f"{gateway}:ingest-secret-gw1",
+                                 max_body_bytes=len(too_large) - 100)
         with ThreadServer(create_app(settings, ingest_fast_path=fast)) as server, \
                 httpx.Client(base_url=server.url, timeout=30) as http:
             out = []
             for params, body, headers in cases:
-                response = http.post("/v1/streams", params=params, content=body,
+                content = body.pieces() if isinstance(body, Chunked) else body
+                response = http.post("/v1/streams", params=params, content=content,
                                      headers=headers)
                 payload = response.json()
                 if isinstance(payload, dict):
                     for varying in ("id", "received_at", "ended_at", "gateway"):
                         payload.pop(varying, None)
-                out.append((response.status_code, payload,
-                            response.headers.get("www-authenticate")))
+                # every header, in order, but the server's own and the length of a verdict
+                # (it carries the gateway's name and the times)
+                sent = [(name, value) for name, value in response.headers.multi_items()
+                        if name not in ("date", "server") and not (
+                            name == "content-length" and response.status_code < 300)]
+                out.append((response.status_code, payload, sent))
             return out
 
     # Two gateways, so that the stream ids do not collide in the one database.
     fast, routed = answers(True, "fast"), answers(False, "routed")
-    assert [status for status, *_ in fast] == [201, 200, 409, 401, 401, 422, 201]
+    assert [status for status, *_ in fast] == [201, 200, 409, 401, 401, 422, 201, 413, 413,
+                                               201]
     assert fast == routed
 
 
 def test_a_bug_on_the_fast_path_is_a_counted_500_and_the_service_goes_on(serve, monkeypatch):
     """An exception that escapes the ingest code is answered as FastAPI would (500, plain
-    text), counted among the answers, and the next post is served."""
+    text), counted among the answers, raised on to the server (which logs it), and the next
+    post is served."""
     from service.api.routes import streams
 
     server = serve()
@@ -370,22 +389,31 @@ def test_a_bug_on_the_fast_path_is_a_counted_500_and_the_service_goes_on(serve, 
             raise RuntimeError("a bug")
         return await real(chunks, *args, **kwargs)
 
-    monkeypatch.setattr(streams, "ingest", buggy)
     def answers_500() -> float:  # the metrics live as long as the process: compare
         scraped = httpx.get(f"{server.url}/metrics", timeout=30).text
         found = re.search(r'^fastsse_ingest_requests_total\{status="500"\} (\S+)$', scraped,
                           re.M)
         return float(found.group(1)) if found else 0.0
 
-    before = answers_500()
-    # One connection each: the server closes the one an exception escaped on.
-    first = httpx.post(f"{server.url}/v1/streams", params={"stream_id": "bug-1"},
-                       content=chat_stream(), headers=INGEST, timeout=30)
-    assert (first.status_code, first.text) == (500, "Internal Server Error")
-    second = httpx.post(f"{server.url}/v1/streams", params={"stream_id": "bug-2"},
-                        content=chat_stream(), headers=INGEST, timeout=30)
-    assert second.status_code == 201
-    assert answers_500() == before + 1
+    monkeypatch.setattr(streams, "ingest", buggy)
+    logged: list[logging.LogRecord] = []
+    catcher = logging.Handler(logging.ERROR)
+    catcher.emit = logged.append  # type: ignore[method-assign]
+    server_log = logging.getLogger("uvicorn.error")  # it does not propagate to the root
+    server_log.addHandler(catcher)
+    try:
+        before = answers_500()
+        # One connection each: the server closes the one an exception escaped on.
+        first = httpx.post(f"{server.url}/v1/streams", params={"stream_id": "bug-1"},
+                           content=chat_stream(), headers=INGEST, timeout=30)
+        assert (first.status_code, first.text) == (500, "Internal Server Error")
+        second = httpx.post(f"{server.url}/v1/streams", params={"stream_id": "bug-2"},
+                            content=chat_stream(), headers=INGEST, timeout=30)
+        assert second.status_code == 201
+        assert answers_500() == before + 1
+    finally:
+        server_log.removeHandler(catcher)
+    assert any(r.exc_info and str(r.exc_info[1]) == "a bug" for r in logged), logged
 
 
 def test_ended_at_keeps_a_late_post_at_its_own_time(client, database_url):

@@ -125,12 +125,12 @@ async def serve_post(state, scope, receive, send) -> None:
     except Exception:
         await PlainTextResponse("Internal Server Error", 500)(scope, receive, send)
         raise
-    headers = [(b"content-length", str(len(answer.body)).encode())]
+    # In the order Starlette's Response sends them: the answer's own, then the body's.
+    headers = [(name.lower().encode("latin-1"), value.encode("latin-1"))
+               for name, value in (answer.headers or {}).items()]
+    headers.append((b"content-length", str(len(answer.body)).encode()))
     if answer.body:
         headers.append((b"content-type", b"application/json"))
-    if answer.headers:
-        headers.extend((name.lower().encode("latin-1"), value.encode("latin-1"))
-                       for name, value in answer.headers.items())
     await send({"type": "http.response.start", "status": answer.status, "headers": headers})
     await send({"type": "http.response.body", "body": answer.body})
 
