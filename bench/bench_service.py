@@ -182,15 +182,13 @@ def run_load(server: Server, bodies: list[Path], args, script: Path, tag: str,
         threads=args.threads, script=script, tag=tag + "w")
     served = [server.process.pid, *server.worker_pids()]
     backends = postgres_backends(args.admin_dsn, database) if database else []
-    before = (cpu_seconds(served), cpu_seconds(backends),
-              resource.getrusage(resource.RUSAGE_CHILDREN))
+    served_before, backends_before = cpu_seconds(served), cpu_seconds(backends)
+    wrk_before = waited_children_cpu()
     result = wrk(server.url, bodies, seconds=args.seconds, connections=args.connections,
                  threads=args.threads, script=script, tag=tag)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    spent = {"service": cpu_seconds(served) - before[0],
-             "postgres": cpu_seconds(backends) - before[1] if database else None,
-             "wrk": (children.ru_utime + children.ru_stime
-                     - before[2].ru_utime - before[2].ru_stime)}
+    spent = {"service": cpu_seconds(served) - served_before,
+             "postgres": cpu_seconds(backends) - backends_before if database else None,
+             "wrk": waited_children_cpu() - wrk_before}
     result["cpu_us"] = {name: None if value is None else value / result["requests"] * 1e6
                         for name, value in spent.items()}
     return result
@@ -206,6 +204,12 @@ def cpu_seconds(pids: list[int]) -> float:
             continue
         total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def waited_children_cpu() -> float:
+    """User and system CPU of the child processes waited for so far (wrk's runs)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def postgres_backends(admin_dsn: str, database: str) -> list[int]:

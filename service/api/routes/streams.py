@@ -72,44 +72,45 @@ async def post_stream(request: Request) -> Response:
 async def answer_post(state, headers: Mapping[str, str],
                       query: Iterable[tuple[str, str]] | bytes,
                       chunks: AsyncIterable[bytes]) -> Answer:
-    """What a post is answered, on either path: authenticate, read the parameters, admit it,
-    ingest it.  Every answer is counted, and so is an exception that escapes (as a 500)."""
+    """What a post is answered, on either path.  Every answer is counted, and so is an
+    exception that escapes (as a 500)."""
     status = 500  # unless an answer is made: what an exception that escapes turns into
     try:
-        try:
-            gateway = ingest_caller(state, headers)
-        except HTTPException as exc:  # 401: answered as FastAPI's handler answers it
-            answer = problem(exc.status_code, exc.detail, exc.headers)
-            status = answer.status
-            return answer
-        try:
-            params = parse_query(query)
-        except InvalidParameters as exc:
-            status = 422
-            return Answer(422, json_body({"detail": exc.errors}))
-        # A signed post is known to be a gateway's only once its body is in: such posts get
-        # slots of their own (a quarter as many), so that unverified ones, however many,
-        # never take the slots of the gateways that authenticated up front.
-        pool = "signed" if gateway.webhook is not None else "bearer"
-        limit = state.settings.max_inflight_posts
-        if pool == "signed":
-            limit = max(1, limit // 4)
-        if state.inflight_posts[pool] >= limit:
-            answer = problem(503, f"overloaded: {limit} posts in progress (MAX_INFLIGHT_POSTS); "
-                                  f"nothing stored, retry after {OVERLOAD_RETRY_AFTER_SECONDS} s",
-                             {"Retry-After": OVERLOAD_RETRY_AFTER_SECONDS})
-        else:
-            state.inflight_posts[pool] += 1
-            try:
-                answer = await ingest(chunks, params, gateway, settings=state.settings,
-                                      writer=state.writer,
-                                      declared_length=headers.get("content-length"))
-            finally:
-                state.inflight_posts[pool] -= 1
+        answer = await _answer(state, headers, query, chunks)
         status = answer.status
         return answer
     finally:
         metrics.count_ingest_answer(status)
+
+
+async def _answer(state, headers: Mapping[str, str], query: Iterable[tuple[str, str]] | bytes,
+                  chunks: AsyncIterable[bytes]) -> Answer:
+    """Authenticate, read the parameters, admit the post, ingest it."""
+    try:
+        gateway = ingest_caller(state, headers)
+    except HTTPException as exc:  # 401: answered as FastAPI's handler answers it
+        return problem(exc.status_code, exc.detail, exc.headers)
+    try:
+        params = parse_query(query)
+    except InvalidParameters as exc:
+        return Answer(422, json_body({"detail": exc.errors}))
+    # A signed post is known to be a gateway's only once its body is in: such posts get slots
+    # of their own (a quarter as many), so that unverified ones, however many, never take the
+    # slots of the gateways that authenticated up front.
+    pool = "signed" if gateway.webhook is not None else "bearer"
+    limit = state.settings.max_inflight_posts
+    if pool == "signed":
+        limit = max(1, limit // 4)
+    if state.inflight_posts[pool] >= limit:
+        return problem(503, f"overloaded: {limit} posts in progress (MAX_INFLIGHT_POSTS); "
+                            f"nothing stored, retry after {OVERLOAD_RETRY_AFTER_SECONDS} s",
+                       {"Retry-After": OVERLOAD_RETRY_AFTER_SECONDS})
+    state.inflight_posts[pool] += 1
+    try:
+        return await ingest(chunks, params, gateway, settings=state.settings,
+                            writer=state.writer, declared_length=headers.get("content-length"))
+    finally:
+        state.inflight_posts[pool] -= 1
 
 
 async def serve_post(state, scope, receive, send) -> None:
@@ -136,7 +137,8 @@ async def serve_post(state, scope, receive, send) -> None:
 
 
 async def _body(receive) -> AsyncIterator[bytes]:
-    """The request's body as it arrives, as ``Request.stream()`` yields it."""
+    """The request's body as it arrives: what ``Request.stream()`` yields, but for the empty
+    chunk it adds at the end."""
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
