@@ -54,7 +54,7 @@ def make_engine(url: str) -> Engine:
             "connect_timeout": 3,
             # A 2xx means the verdict is on disk: never trust a server-wide default.
             "options": "-c synchronous_commit=on",
-            # No statement is prepared unless asked for (the writer asks for its one): a read
+            # No statement is prepared (the writer's connection prepares its one): a read
             # prepared on the fly soon runs a generic plan, which cannot see that "the last
             # hour" is a small part of the rollups, and scans them all.
             "prepare_threshold": None,

@@ -160,6 +160,32 @@ def test_verdicts_that_wait_together_share_one_transaction(sqlite_url):
     assert counts(sqlite_url) == (7, 7)
 
 
+def test_the_postgres_writer_prepares_its_statement_once(postgres_url):
+    """The engine's connections prepare nothing (db.py), so the writer's connection has to
+    allow it: otherwise the database parses and plans the statement at every batch."""
+    migrate(postgres_url)
+    engine = make_engine(postgres_url)
+    writer = VerdictWriter(engine, queue_size=100, batch_size=50, metrics_tools=frozenset())
+    writer.start()
+
+    async def posts(prefix):
+        return await asyncio.gather(*(writer.write(complete_row(f"{prefix}{i}"), timeout=10)
+                                      for i in range(3)))
+
+    try:
+        for batch in range(3):
+            assert [r.outcome for r in asyncio.run(posts(f"p{batch}-"))] == [CREATED] * 3
+        connection = writer._store._connection.driver_connection
+        prepared = connection.execute(
+            "SELECT statement FROM pg_prepared_statements").fetchall()
+    finally:
+        writer.stop()
+    assert len(prepared) == 1 and "json_populate_recordset" in prepared[0][0]
+    with engine.connect() as pooled:  # the pool's connections are as they were
+        assert pooled.connection.driver_connection.prepare_threshold is None
+    engine.dispose()
+
+
 def test_a_failed_transaction_answers_503_and_the_writer_carries_on(sqlite_url, monkeypatch):
     migrate(sqlite_url)
     engine = make_engine(sqlite_url)
