@@ -6,9 +6,9 @@ only then answers each request.  A full queue or a failed transaction answers 50
 ever sent for a committed row.  Old rows are pruned between batches (rollups are kept).
 
 The thread shares the interpreter with the event loop, so a batch costs it as little Python as
-can be: the rows of a batch as one JSON parameter of one statement (PostgreSQL: prepared once,
-with the rollups in the same statement; SQLite: its rollups in one more), no SQLAlchemy on the
-way, and one wake-up of the event loop that answers every request of the batch.
+can be: no SQLAlchemy on the way (PostgreSQL: the rows as one JSON parameter of one statement,
+prepared once, that also adds their rollups; SQLite: a prepared statement per row and one for
+the rollups), and one wake-up of the event loop that answers every request of the batch.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from collections import defaultdict
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import msgspec
 from sqlalchemy import Engine, PoolProxiedConnection, delete, select, tuple_
@@ -74,11 +75,11 @@ def minute_of(moment: datetime) -> datetime:
 
 
 # -- how a batch reaches each database ------------------------------------------------------
-# A whole batch is one parameter: a JSON array of its rows, which the database turns back into
-# rows (PostgreSQL: json_populate_recordset; SQLite: json_each).  Encoding that array is one
-# call of msgspec's encoder (under 1 µs a row), where binding every value of every row would be
-# Python work (and the standard library's encoder, calling back into Python for every time,
-# took about 10 µs a row).
+# PostgreSQL: a whole wave is one parameter, a JSON array of its rows, which the database turns
+# back into rows (json_populate_recordset).  Encoding that array is one call of msgspec's
+# encoder (under 1 µs a row), where binding every value of every row would be Python work (and
+# the standard library's encoder, calling back into Python for every time, took about 10 µs a
+# row).  SQLite: see _SqliteStore.
 # Each row's previous attempt (the verdict stored last for its gateway and request_id) is
 # looked up as it is inserted.
 CHAIN_COLUMNS = ("previous_category", "previous_retryable")
@@ -133,9 +134,9 @@ class _Store:
                 pass
             raise
 
-    def _encode(self, rows: list[dict]) -> str:
-        """The rows as the one JSON parameter of a statement (times in RFC 3339, as
-        PostgreSQL reads them)."""
+    def _encode(self, rows: list[dict]):
+        """A wave of rows as the store's statements take it: here, as the one JSON parameter
+        of a statement (times in RFC 3339, as PostgreSQL reads them)."""
         return _ENCODE(rows).decode()
 
     def _connected(self, connection) -> None:
@@ -145,8 +146,9 @@ class _Store:
         """Delete stored keys whose verdicts are gone (only PostgreSQL keeps keys apart)."""
         raise RuntimeError(f"stored keys without their verdicts: {len(keys)}")
 
-    def _write(self, connection, waves: list[tuple[list[dict], str]]) -> dict[tuple, tuple]:
-        """Write the waves of rows (each with its JSON) on the driver's connection, commit."""
+    def _write(self, connection, waves: list[tuple[list[dict], Any]]) -> dict[tuple, tuple]:
+        """Write the waves of rows (each with what _encode made of it) on the driver's
+        connection, commit."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -272,25 +274,23 @@ class _PostgresStore(_Store):
         super().close()
 
 
-def _json_field(column: str) -> str:
-    """SQLite: the value of a field of the json_each row being read."""
-    return f"json_extract(value, '$.{column}')"
-
-
 class _SqliteStore(_Store):
-    """SQLite has no INSERT inside WITH: each wave's rows in one statement, the rollups
-    counted here (rollup_counts) in another, then one COMMIT."""
+    """SQLite has no INSERT inside WITH: each row in a statement of its own, the rollups
+    counted here (rollup_counts) in one more, then one COMMIT.  sqlite3 binds a row's values to
+    a prepared statement faster than SQLite reads them back out of a JSON array (30 against
+    75 µs a row, most of it one json_extract per column).  A row is inserted after the rows
+    before it, so its previous attempt is looked up among them too (and only where it has a
+    request_id)."""
 
-    _PREVIOUS = (f"FROM verdicts AS p WHERE p.gateway = {_json_field('gateway')} "
-                 f"AND p.request_id = {_json_field('request_id')} ORDER BY p.id DESC LIMIT 1")
-    INSERT_VERDICTS = (
-        f"INSERT INTO verdicts ({', '.join(INPUT_COLUMNS + CHAIN_COLUMNS)}) "
-        f"SELECT {', '.join(_json_field(c) for c in INPUT_COLUMNS)}, "
-        f"(SELECT p.category {_PREVIOUS}), (SELECT p.retryable {_PREVIOUS}) "
-        # "WHERE true" keeps SQLite from reading ON CONFLICT as part of the SELECT
-        f"FROM json_each(?) WHERE true "
-        f"ON CONFLICT (gateway, stream_id) DO NOTHING "
-        f"RETURNING gateway, stream_id, id, {', '.join(CHAIN_COLUMNS)}")
+    _INSERT = (f"INSERT INTO verdicts ({', '.join(INPUT_COLUMNS + CHAIN_COLUMNS)}) "
+               f"VALUES ({', '.join(f':{c}' for c in INPUT_COLUMNS)}, {{}}) "
+               f"ON CONFLICT (gateway, stream_id) DO NOTHING "
+               f"RETURNING id, {', '.join(CHAIN_COLUMNS)}")
+    _PREVIOUS = ("(SELECT p.{} FROM verdicts AS p WHERE p.gateway = :gateway "
+                 "AND p.request_id = :request_id ORDER BY p.id DESC LIMIT 1)")
+    INSERT_VERDICT = _INSERT.format("NULL, NULL")
+    INSERT_ATTEMPT = _INSERT.format(
+        f"{_PREVIOUS.format('category')}, {_PREVIOUS.format('retryable')}")
     ADD_ROLLUPS = (
         f"INSERT INTO verdict_rollups ({', '.join(ROLLUP_COLUMNS)}) "
         f"VALUES ({', '.join('?' * len(ROLLUP_COLUMNS))}) "
@@ -299,31 +299,35 @@ class _SqliteStore(_Store):
     def __init__(self, engine: Engine, shard: int) -> None:
         super().__init__(engine, shard)
         self.lock = _SqliteWriteLock(sqlite_path(engine.url.render_as_string()))
-        # Times go into the JSON as the text SQLAlchemy stores, so that reads through
-        # SQLAlchemy find them.
+        # Times are stored as the text SQLAlchemy stores, so that reads through SQLAlchemy
+        # find them.
         processor = VERDICTS.c.received_at.type.dialect_impl(
             engine.dialect).bind_processor(engine.dialect)
         self._time_text = processor or datetime.isoformat
 
-    def _encode(self, rows: list[dict]) -> str:
+    def _encode(self, rows: list[dict]) -> list[dict]:
         text = self._time_text
-        return super()._encode([{**row, "received_at": text(row["received_at"]),
-                                 "ended_at": text(row["ended_at"])} for row in rows])
+        return [{**row, "received_at": text(row["received_at"]),
+                 "ended_at": text(row["ended_at"])} for row in rows]
 
-    def _write(self, connection, waves: list[tuple[list[dict], str]]) -> dict[tuple, tuple]:
+    def _write(self, connection, waves: list[tuple[list[dict], list[dict]]]
+               ) -> dict[tuple, tuple]:
         new = {}
         stored = []
         with self.lock:
             cursor = connection.cursor()
             try:
-                for rows, wave in waves:
-                    by_key = {(row["gateway"], row["stream_id"]): row for row in rows}
-                    for gateway, stream_id, row_id, category, retryable in cursor.execute(
-                            self.INSERT_VERDICTS, (wave,)).fetchall():
+                for rows, values in waves:
+                    for row, bound in zip(rows, values, strict=True):
+                        statement = (self.INSERT_VERDICT if row["request_id"] is None
+                                     else self.INSERT_ATTEMPT)
+                        inserted = cursor.execute(statement, bound).fetchone()
+                        if inserted is None:  # its key was stored before
+                            continue
+                        row_id, category, retryable = inserted
                         retryable = None if retryable is None else bool(retryable)
-                        new[(gateway, stream_id)] = (row_id, category, retryable)
-                        stored.append({**by_key[(gateway, stream_id)],
-                                       "previous_category": category,
+                        new[(row["gateway"], row["stream_id"])] = (row_id, category, retryable)
+                        stored.append({**row, "previous_category": category,
                                        "previous_retryable": retryable})
                 cursor.executemany(self.ADD_ROLLUPS, self._rollups(stored))
             finally:
