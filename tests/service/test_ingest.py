@@ -302,6 +302,18 @@ def test_a_parameter_given_twice_is_refused_and_unknown_ones_are_ignored(client,
     assert newer.status_code == 201
 
 
+@pytest.mark.parametrize("query", [
+    "", "&", "&&a=1&", "stream_id=a&tool=codex", "a", "a=", "=b", "a==b", "a=b=c", "a;b=c",
+    "a=%41&b=c", "a=x+y", "%zz=1", "a=%", "a=%F0%9F%92%A5", "a=1&a=2", "+=+", "a=b&&c",
+])
+def test_the_query_is_read_as_parse_qsl_reads_it(query):
+    from urllib.parse import parse_qsl
+
+    from service.ingest import query_pairs
+
+    assert query_pairs(query) == parse_qsl(query, keep_blank_values=True)
+
+
 def test_the_openapi_document_describes_every_ingest_parameter(client):
     from service.ingest import PARAMETERS
 
