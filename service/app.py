@@ -81,7 +81,7 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False,
         metrics.start_process(settings.metrics_tool_names(), settings.write_queue_size)
         if not ingest:
             log.warning("INGEST_TOKENS is empty: every POST /v1/streams will get 401")
-        writer.start()
+        await writer.start()
         if tune_gc:
             gc.collect()
             gc.freeze()
@@ -89,7 +89,7 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False,
         try:
             yield
         finally:
-            writer.stop()
+            await writer.stop()
             engine.dispose()
             metrics.forget_this_process()
 

@@ -55,8 +55,9 @@ class Settings(BaseSettings):
     # Group commit: verdicts wait in this queue for the writer; when it is full, 503.
     write_queue_size: int = Field(default=10_000, ge=1)
     write_batch_size: int = Field(default=500, ge=1)
-    # Under load a commit waits this long for more verdicts to share it (see writer.py).
-    write_batch_wait_seconds: float = Field(default=0.001, ge=0, le=1)
+    # Under load a commit waits this long for more verdicts to share it (see writer.py).  0:
+    # it takes what queued up while the last commit ran, which keeps the worker busiest.
+    write_batch_wait_seconds: float = Field(default=0.0, ge=0, le=1)
     # How long a request waits for its verdict to be committed before answering 503.
     write_timeout_seconds: float = Field(default=30.0, gt=0)
     # Raw verdict rows older than this are deleted (per-minute rollups are kept).  0 keeps all.

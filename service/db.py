@@ -50,16 +50,27 @@ def make_engine(url: str) -> Engine:
         pool_size=8,
         max_overflow=4,
         pool_timeout=5,
-        connect_args={
-            "connect_timeout": 3,
-            # A 2xx means the verdict is on disk: never trust a server-wide default.
-            "options": "-c synchronous_commit=on",
-            # No statement is prepared (the writer's connection prepares its one): a read
-            # prepared on the fly soon runs a generic plan, which cannot see that "the last
-            # hour" is a small part of the rollups, and scans them all.
-            "prepare_threshold": None,
-        },
+        connect_args=POSTGRES_CONNECT_ARGS,
     )
+
+
+# How every PostgreSQL connection is made (the engine's, and the writer's own).
+POSTGRES_CONNECT_ARGS = {
+    "connect_timeout": 3,
+    # A 2xx means the verdict is on disk: never trust a server-wide default.
+    "options": "-c synchronous_commit=on",
+    # No statement is prepared (the writer's connection prepares its one): a read prepared on
+    # the fly soon runs a generic plan, which cannot see that "the last hour" is a small part
+    # of the rollups, and scans them all.
+    "prepare_threshold": None,
+}
+
+
+def postgres_connect_args(engine: Engine) -> dict:
+    """What psycopg.connect() needs to connect as the engine does."""
+    _, params = engine.dialect.create_connect_args(engine.url)
+    params.pop("context", None)  # SQLAlchemy's own adapters
+    return {**params, **POSTGRES_CONNECT_ARGS}
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

@@ -1,39 +1,43 @@
-"""The writer: one thread per process that commits verdicts in shared transactions (group commit).
+"""The writer: commits verdicts in shared transactions (group commit), one writer per process.
 
-Requests put their row on a bounded queue and wait.  The writer takes whatever has queued up
-(up to a batch), writes all rows and their per-minute rollups in one transaction, commits, and
-only then answers each request.  A full queue or a failed transaction answers 503: a 2xx is only
-ever sent for a committed row.  Old rows are pruned between batches (rollups are kept).
+Requests put their row on a bounded queue and wait.  The writer, a task on the event loop that
+serves the requests, takes whatever has queued up (up to a batch), writes all rows and their
+per-minute rollups in one transaction, commits, and only then answers each request.  A full
+queue or a failed transaction answers 503: a 2xx is only ever sent for a committed row.  Old
+rows are pruned between batches (rollups are kept).
 
-The thread shares the interpreter with the event loop, so a batch costs it as little Python as
-can be: no SQLAlchemy on the way (PostgreSQL: the rows as one JSON parameter of one statement,
-prepared once, that also adds their rollups; SQLite: a prepared statement per row and one for
-the rollups), and one wake-up of the event loop that answers every request of the batch.
+PostgreSQL is written through psycopg's asynchronous connection, so that a batch never leaves
+the event loop: a writer thread beside the loop had cost a worker a quarter of each post's CPU,
+most of it in handing the interpreter lock back and forth some thirty times a batch.  A batch
+is one statement there (its rows as one JSON parameter, prepared once, adding their rollups
+too).  SQLite's driver can only block: a batch (a prepared statement per row, one for the
+rollups) runs on the loop itself while no other process is writing the file, and in a thread
+when it has to wait its turn (see _SqliteStore.insert).  The rare things that block on either
+database run in a thread: reading back the verdicts of duplicates, and upkeep.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import fcntl
 import logging
 import os
-import queue
 import random
 import threading
 import time
-from collections import defaultdict
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import msgspec
+import psycopg
 from sqlalchemy import Engine, PoolProxiedConnection, delete, select, tuple_
 from sqlalchemy.exc import SQLAlchemyError
 
 from . import metrics, partitions
-from .db import as_utc, sqlite_path, utcnow
+from .db import as_utc, postgres_connect_args, sqlite_path, utcnow
 from .models import VERDICTS, VerdictRollup
 from .verdict_fields import FIELDS, WRITER
 
@@ -67,7 +71,6 @@ class _Pending:
     row: dict
     tool_label: str
     done: asyncio.Future
-    loop: asyncio.AbstractEventLoop
 
 
 def minute_of(moment: datetime) -> datetime:
@@ -108,53 +111,21 @@ class _Store:
     batch to batch (a connection from the pool would be pinged at every checkout) and drops
     after a failure, so that the next batch connects afresh."""
 
-    def __init__(self, engine: Engine, shard: int) -> None:
-        self._engine = engine
-        self._shard = shard
-        self._connection: PoolProxiedConnection | None = None
-        # held around every write of the database (see SQLite's)
-        self.lock: AbstractContextManager = nullcontext()
+    # held around every write of the database (see SQLite's)
+    lock: AbstractContextManager = nullcontext()
 
-    def insert(self, rows: list[dict]) -> dict[tuple[str, str], tuple]:
+    async def insert(self, rows: list[dict]) -> dict[tuple[str, str], tuple]:
         """Insert the rows that are new (a duplicate key inserts nothing) and their rollups,
         and commit.  Returns, by (gateway, stream_id) of each new row: its id and its previous
         attempt's category and retryable."""
-        if self._connection is None:
-            self._connection = self._engine.raw_connection()
-            self._connected(self._connection.driver_connection)
-        connection = self._connection
-        try:
-            return self._write(connection.driver_connection,
-                               [(wave, self._encode(wave)) for wave in _waves(rows)])
-        except BaseException:
-            self._connection = None
-            try:
-                connection.invalidate()
-            except Exception:  # the connection is gone already
-                pass
-            raise
+        raise NotImplementedError
 
-    def _encode(self, rows: list[dict]):
-        """A wave of rows as the store's statements take it: here, as the one JSON parameter
-        of a statement (times in RFC 3339, as PostgreSQL reads them)."""
-        return _ENCODE(rows).decode()
-
-    def _connected(self, connection) -> None:
-        """A new connection: learn what the schema needs."""
-
-    def forget_keys(self, keys: list[tuple[str, str]]) -> None:
+    async def forget_keys(self, keys: list[tuple[str, str]]) -> None:
         """Delete stored keys whose verdicts are gone (only PostgreSQL keeps keys apart)."""
         raise RuntimeError(f"stored keys without their verdicts: {len(keys)}")
 
-    def _write(self, connection, waves: list[tuple[list[dict], Any]]) -> dict[tuple, tuple]:
-        """Write the waves of rows (each with what _encode made of it) on the driver's
-        connection, commit."""
-        raise NotImplementedError
-
-    def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()  # back to the pool
-            self._connection = None
+    async def close(self) -> None:
+        """Let the connection go."""
 
 
 def _waves(rows: list[dict]) -> list[list[dict]]:
@@ -233,54 +204,84 @@ class _PostgresStore(_Store):
             f"ON CONFLICT ({', '.join(ROLLUP_KEY)}) DO UPDATE SET {_ADD_COUNTS}) "
             f"SELECT gateway, stream_id, id, {', '.join(CHAIN_COLUMNS)} FROM inserted")
 
-    def forget_keys(self, keys: list[tuple[str, str]]) -> None:
-        driver = None if self._connection is None else self._connection.driver_connection
-        assert driver is not None  # insert() came first, on this connection
-        with driver.cursor() as cursor:
-            cursor.execute("DELETE FROM verdict_keys WHERE (gateway, stream_id) IN "
-                           "(SELECT * FROM unnest(%s::text[], %s::text[]))",
-                           ([g for g, _ in keys], [s for _, s in keys]))
+    def __init__(self, engine: Engine, shard: int) -> None:
+        self._connect_args = postgres_connect_args(engine)
+        self._shard = shard
+        self._connection: psycopg.AsyncConnection | None = None
+        self._statements: dict[bool, str] = {}
 
-    def _connected(self, connection) -> None:
-        # The engine's connections prepare nothing (prepare_threshold None, see db.py), and
-        # psycopg then ignores prepare=True too: without this, the database parsed, analysed
-        # and planned the statement at every execution, two thirds of a one-row statement's
-        # time.  On the writer's connection, only what asks for it is prepared.
-        connection.prepare_threshold = PREPARE_ONLY_WHEN_ASKED
-        # An unpartitioned verdicts table (a schema before migration 0004, as the partitioning
-        # benchmark keeps one) holds its unique key itself.
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT to_regclass('verdict_keys') IS NOT NULL")
-            keyed = cursor.fetchone()[0]
-            self._statements = {chained: self.statement(keyed=keyed, chained=chained)
-                                for chained in (False, True)}
-        connection.commit()
+    async def _connected(self) -> psycopg.AsyncConnection:
+        if self._connection is not None and not self._connection.closed:
+            return self._connection
+        # Autocommit: each statement commits as it ends.  The engine's connections prepare
+        # nothing (prepare_threshold None, see db.py), and psycopg then ignores prepare=True
+        # too: the database had parsed, analysed and planned the statement at every batch,
+        # two thirds of a one-row statement's time.  This one prepares what asks for it.
+        connection = await psycopg.AsyncConnection.connect(
+            **{**self._connect_args, "prepare_threshold": PREPARE_ONLY_WHEN_ASKED},
+            autocommit=True)
+        try:
+            # An unpartitioned verdicts table (a schema before migration 0004, as the
+            # partitioning benchmark keeps one) holds its unique key itself.
+            cursor = await connection.execute("SELECT to_regclass('verdict_keys') IS NOT NULL")
+            found = await cursor.fetchone()
+        except BaseException:
+            await connection.close()
+            raise
+        keyed = found is not None and bool(found[0])
+        self._statements = {chained: self.statement(keyed=keyed, chained=chained)
+                            for chained in (False, True)}
+        self._connection = connection
+        return connection
 
-    def _write(self, connection, waves: list[tuple[list[dict], str]]) -> dict[tuple, tuple]:
-        connection.autocommit = True  # reset when it goes back to the pool (close)
+    async def insert(self, rows: list[dict]) -> dict[tuple[str, str], tuple]:
+        connection = await self._connected()
         new: dict[tuple, tuple] = {}
-        with connection.cursor() as cursor:
-            for rows, wave in waves:
-                chained = any(row["request_id"] is not None for row in rows)
-                cursor.execute(self._statements[chained], (wave, self._shard), prepare=True)
-                new.update(((gateway, stream_id), rest) for gateway, stream_id, *rest in cursor)
+        try:
+            async with connection.cursor() as cursor:
+                for wave in _waves(rows):
+                    chained = any(row["request_id"] is not None for row in wave)
+                    await cursor.execute(self._statements[chained],
+                                         (_ENCODE(wave).decode(), self._shard), prepare=True)
+                    new.update(((gateway, stream_id), tuple(rest))
+                               for gateway, stream_id, *rest in await cursor.fetchall())
+        except BaseException:
+            await self._drop()
+            raise
         return new
 
-    def close(self) -> None:
-        driver = None if self._connection is None else self._connection.driver_connection
-        if driver is not None:  # as the pool hands it out
-            driver.autocommit = False
-            driver.prepare_threshold = None
-        super().close()
+    async def forget_keys(self, keys: list[tuple[str, str]]) -> None:
+        connection = await self._connected()
+        try:
+            await connection.execute("DELETE FROM verdict_keys WHERE (gateway, stream_id) IN "
+                                     "(SELECT * FROM unnest(%s::text[], %s::text[]))",
+                                     ([g for g, _ in keys], [s for _, s in keys]))
+        except BaseException:
+            await self._drop()
+            raise
+
+    async def _drop(self) -> None:
+        """After a failure: the next batch connects afresh."""
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            try:
+                await connection.close()
+            except Exception:  # the connection is gone already
+                pass
+
+    async def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.close()
 
 
 class _SqliteStore(_Store):
     """SQLite has no INSERT inside WITH: each row in a statement of its own, the rollups
     counted here (rollup_counts) in one more, then one COMMIT.  sqlite3 binds a row's values to
     a prepared statement faster than SQLite reads them back out of a JSON array (30 against
-    75 µs a row, most of it one json_extract per column).  A row is inserted after the rows
+    75 µs a row, most of it one json_extract per column).  Each row is inserted after the rows
     before it, so its previous attempt is looked up among them too (and only where it has a
-    request_id)."""
+    request_id): no waves are needed here.  It runs in a thread (see the module's docstring)."""
 
     _INSERT = (f"INSERT INTO verdicts ({', '.join(INPUT_COLUMNS + CHAIN_COLUMNS)}) "
                f"VALUES ({', '.join(f':{c}' for c in INPUT_COLUMNS)}, {{}}) "
@@ -297,43 +298,78 @@ class _SqliteStore(_Store):
         f"ON CONFLICT ({', '.join(ROLLUP_KEY)}) DO UPDATE SET {_ADD_COUNTS}")
 
     def __init__(self, engine: Engine, shard: int) -> None:
-        super().__init__(engine, shard)
-        self.lock = _SqliteWriteLock(sqlite_path(engine.url.render_as_string()))
+        self._engine = engine
+        self._shard = shard
+        self._connection: PoolProxiedConnection | None = None
+        self._file_lock = _SqliteWriteLock(sqlite_path(engine.url.render_as_string()))
+        self.lock = self._file_lock
         # Times are stored as the text SQLAlchemy stores, so that reads through SQLAlchemy
         # find them.
         processor = VERDICTS.c.received_at.type.dialect_impl(
             engine.dialect).bind_processor(engine.dialect)
         self._time_text = processor or datetime.isoformat
 
-    def _encode(self, rows: list[dict]) -> list[dict]:
-        text = self._time_text
-        return [{**row, "received_at": text(row["received_at"]),
-                 "ended_at": text(row["ended_at"])} for row in rows]
+    async def insert(self, rows: list[dict]) -> dict[tuple[str, str], tuple]:
+        # sqlite3 lets go of the interpreter lock at every row it steps through, and a thread
+        # then waits for the busy event loop to hand it back, row after row.  So a batch runs
+        # on the event loop itself whenever no other process is writing the file (its commit
+        # then holds the loop for the fsync, a fraction of a millisecond), and in a thread only
+        # when it has to wait for the file's turn.
+        if self._file_lock.enter_now():
+            try:
+                return self._insert(rows)
+            finally:
+                self._file_lock.leave()
+        return await asyncio.to_thread(self._insert_in_turn, rows)
 
-    def _write(self, connection, waves: list[tuple[list[dict], list[dict]]]
-               ) -> dict[tuple, tuple]:
+    def _insert_in_turn(self, rows: list[dict]) -> dict[tuple[str, str], tuple]:
+        with self.lock:
+            return self._insert(rows)
+
+    def _insert(self, rows: list[dict]) -> dict[tuple[str, str], tuple]:
+        """Under the lock: the batch, on the connection kept for it."""
+        if self._connection is None:
+            self._connection = self._engine.raw_connection()
+        connection = self._connection
+        try:
+            return self._write(connection.driver_connection, rows)
+        except BaseException:
+            self._connection = None
+            try:
+                connection.invalidate()
+            except Exception:  # the connection is gone already
+                pass
+            raise
+
+    def _write(self, connection, rows: list[dict]) -> dict[tuple, tuple]:
         new = {}
         stored = []
-        with self.lock:
-            cursor = connection.cursor()
-            try:
-                for rows, values in waves:
-                    for row, bound in zip(rows, values, strict=True):
-                        statement = (self.INSERT_VERDICT if row["request_id"] is None
-                                     else self.INSERT_ATTEMPT)
-                        inserted = cursor.execute(statement, bound).fetchone()
-                        if inserted is None:  # its key was stored before
-                            continue
-                        row_id, category, retryable = inserted
-                        retryable = None if retryable is None else bool(retryable)
-                        new[(row["gateway"], row["stream_id"])] = (row_id, category, retryable)
-                        stored.append({**row, "previous_category": category,
-                                       "previous_retryable": retryable})
-                cursor.executemany(self.ADD_ROLLUPS, self._rollups(stored))
-            finally:
-                cursor.close()
-            connection.commit()
+        text = self._time_text
+        cursor = connection.cursor()
+        try:
+            for row in rows:
+                statement = (self.INSERT_VERDICT if row["request_id"] is None
+                             else self.INSERT_ATTEMPT)
+                inserted = cursor.execute(statement, {
+                    **row, "received_at": text(row["received_at"]),
+                    "ended_at": text(row["ended_at"])}).fetchone()
+                if inserted is None:  # its key was stored before
+                    continue
+                row_id, category, retryable = inserted
+                retryable = None if retryable is None else bool(retryable)
+                new[(row["gateway"], row["stream_id"])] = (row_id, category, retryable)
+                stored.append({**row, "previous_category": category,
+                               "previous_retryable": retryable})
+            cursor.executemany(self.ADD_ROLLUPS, self._rollups(stored))
+        finally:
+            cursor.close()
+        connection.commit()
         return new
+
+    async def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()  # back to the pool
+            self._connection = None
 
     def _rollups(self, rows: list[dict]) -> list[tuple]:
         """The rows' additions to the per-minute rollups, sorted so that writers lock rollup
@@ -350,6 +386,9 @@ class _SqliteStore(_Store):
 
 
 class VerdictWriter:
+    """The group commit of one process: a task on the event loop that serves its posts
+    (``start`` and ``stop`` are awaited on that loop, ``write`` is called on it)."""
+
     def __init__(
         self,
         engine: Engine,
@@ -362,10 +401,11 @@ class VerdictWriter:
         retention_interval_seconds: float = 3600.0,
     ) -> None:
         self._engine = engine
-        self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
+        self._queue: collections.deque[_Pending] = collections.deque()  # bounded by queue_size
         self._queue_size = queue_size
-        self._waiting = 0  # rows queued and not yet taken by the writer (the queue's bound)
-        self._waiting_lock = threading.Lock()
+        self._arrived = asyncio.Event()  # a row was queued, or stop() was called
+        self._stopping = False
+        self._task: asyncio.Task | None = None
         self._batch_size = batch_size
         self._batch_wait = batch_wait_seconds
         self._metrics_tools = metrics_tools
@@ -375,27 +415,30 @@ class VerdictWriter:
         # This writer's own rollup rows (see VerdictRollup.shard).
         self.shard = random.randrange(1, 2**31)
         postgres = engine.dialect.name == "postgresql"
-        self._store = (_PostgresStore if postgres else _SqliteStore)(engine, self.shard)
-        self._thread = threading.Thread(target=self._run, name="verdict-writer", daemon=True)
+        self._store: _Store = (_PostgresStore if postgres else _SqliteStore)(engine, self.shard)
 
-    def start(self) -> None:
-        self._thread.start()
+    async def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="verdict-writer")
+        self._task.add_done_callback(_report_a_crash)
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
         """Commit what is queued, then stop."""
-        self._queue.put(None)
-        self._thread.join()
-        self._store.close()
+        self._stopping = True
+        self._arrived.set()
+        if self._task is not None:
+            await self._task
+        await self._store.close()
 
     async def write(self, row: dict, *, timeout: float) -> WriteResult:
+        if self._stopping or (self._task is not None and self._task.done()):
+            raise WriterUnavailable("the service is stopping")
+        if len(self._queue) >= self._queue_size:
+            raise WriterUnavailable("the write queue is full")
         loop = asyncio.get_running_loop()
-        with self._waiting_lock:
-            if self._waiting >= self._queue_size:
-                raise WriterUnavailable("the write queue is full")
-            self._waiting += 1
         done = loop.create_future()
-        self._queue.put(_Pending(row, metrics.tool_label(row["tool"], self._metrics_tools), done,
-                                 loop))
+        self._queue.append(_Pending(row, metrics.tool_label(row["tool"], self._metrics_tools),
+                                    done))
+        self._arrived.set()
         metrics.DB_WRITE_QUEUE_DEPTH.inc()
         # The row may still be committed after the timeout; a retry with the same stream_id
         # then gets the stored verdict back (200), so nothing is counted twice.
@@ -405,55 +448,40 @@ class VerdictWriter:
         finally:
             timer.cancel()
 
-    # -- the writer thread ------------------------------------------------------------------
+    # -- the writer's task --------------------------------------------------------------------
 
-    def _run(self) -> None:
-        self._maintain_when_due()
-        stopping = False
+    async def _run(self) -> None:
+        await self._maintain_when_due()
         shared = False  # the last commit carried more than one verdict: they arrive together
-        while not stopping:
-            try:
-                # Wake up now and then even when idle, so upkeep runs without traffic.
-                first = self._queue.get(timeout=min(self._retention_interval, 60.0))
-            except queue.Empty:
-                self._maintain_when_due()
+        while self._queue or not self._stopping:
+            if not self._queue:
+                self._arrived.clear()
+                try:
+                    # Wake up now and then even when idle, so upkeep runs without traffic.
+                    await asyncio.wait_for(self._arrived.wait(),
+                                           min(self._retention_interval, 60.0))
+                except asyncio.TimeoutError:
+                    await self._maintain_when_due()
                 continue
-            batch = []
-            if first is None:
-                stopping = True
-            else:
-                batch.append(first)
             # Under load, a commit that waits a moment for more verdicts carries more of them:
             # fewer transactions, less work per verdict for the writer and for the database.
             # It waits only while verdicts arrive together, so that a quiet service commits
-            # each verdict at once.  It sleeps through the wait, then takes what came: taking
-            # each verdict as it arrived woke this thread, and handed it the interpreter, once
-            # a verdict (a sixth of a post's CPU went into those hand-overs).
-            if shared and not stopping and self._batch_wait > 0:
-                time.sleep(self._batch_wait)
-            while len(batch) < self._batch_size:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    stopping = True
-                    break
-                batch.append(item)
+            # each verdict at once.
+            if shared and self._batch_wait > 0 and not self._stopping:
+                await asyncio.sleep(self._batch_wait)
+            batch = [self._queue.popleft() for _ in range(min(len(self._queue),
+                                                              self._batch_size))]
+            metrics.DB_WRITE_QUEUE_DEPTH.dec(len(batch))
             shared = len(batch) > 1
-            if batch:
-                with self._waiting_lock:
-                    self._waiting -= len(batch)
-                metrics.DB_WRITE_QUEUE_DEPTH.dec(len(batch))
-                self._commit(batch)
-            self._maintain_when_due()
+            await self._commit(batch)
+            await self._maintain_when_due()
 
-    def _commit(self, batch: list[_Pending]) -> None:
+    async def _commit(self, batch: list[_Pending]) -> None:
         started = time.perf_counter()
         try:
-            results = self._write_batch([p.row for p in batch])
+            results = await self._write_batch([p.row for p in batch])
         except Exception as exc:
-            # Whatever went wrong, the transaction rolled back: answer 503 and keep the thread
+            # Whatever went wrong, the transaction rolled back: answer 503 and keep the writer
             # alive for the next batch.  Database trouble is expected; anything else is a bug.
             metrics.DB_WRITE_ERRORS.inc()
             if isinstance(exc, (SQLAlchemyError, WriterUnavailable)) or _is_driver_error(exc):
@@ -462,31 +490,31 @@ class VerdictWriter:
             else:
                 log.exception("group commit of %d verdicts failed", len(batch))
             failure = WriterUnavailable("the database is unavailable")
-            _answer(batch, [failure] * len(batch))
+            _settle(batch, [failure] * len(batch))
             return
         metrics.DB_WRITE_SECONDS.observe(time.perf_counter() - started)
         metrics.DB_WRITE_BATCH.observe(len(batch))
         for pending, result in zip(batch, results, strict=True):
             if result.outcome == CREATED:
                 metrics.count_stored(pending.tool_label, result.row, rollup_counts(result.row))
-        _answer(batch, results)
+        _settle(batch, results)
 
-    def _write_batch(self, rows: list[dict]) -> list[WriteResult]:
+    async def _write_batch(self, rows: list[dict]) -> list[WriteResult]:
         """Insert the rows and their rollups in one transaction; a duplicate key inserts nothing."""
         first_of_key: dict[tuple[str, str], dict] = {}
         for row in rows:
             first_of_key.setdefault((row["gateway"], row["stream_id"]), row)
-        new_ids = self._store.insert(list(first_of_key.values()))
+        new_ids = await self._store.insert(list(first_of_key.values()))
         # Stored before: committed by now, read back as any reader would.
-        stored = self._read_back([key for key in first_of_key if key not in new_ids])
+        stored = await self._read_back([key for key in first_of_key if key not in new_ids])
         orphans = [key for key in first_of_key if key not in new_ids and key not in stored]
         if orphans:
             # PostgreSQL: a key whose verdict is gone (retention dropped its day while a post
             # of it was on its way).  The key goes, and the verdict is stored anew.
-            self._store.forget_keys(orphans)
-            again = self._store.insert([first_of_key[key] for key in orphans])
+            await self._store.forget_keys(orphans)
+            again = await self._store.insert([first_of_key[key] for key in orphans])
             new_ids.update(again)
-            stored.update(self._read_back([key for key in orphans if key not in again]))
+            stored.update(await self._read_back([key for key in orphans if key not in again]))
         for key, (row_id, previous_category, previous_retryable) in new_ids.items():
             stored[key] = row = first_of_key[key]  # the request's own row, stored now
             row["id"] = row_id
@@ -507,9 +535,12 @@ class VerdictWriter:
                 results.append(WriteResult(CONFLICT, kept))
         return results
 
-    def _read_back(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], dict]:
+    async def _read_back(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], dict]:
         if not keys:
             return {}
+        return await asyncio.to_thread(self._read, keys)
+
+    def _read(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], dict]:
         table = VERDICTS
         with self._engine.connect() as connection:
             found = connection.execute(
@@ -517,19 +548,20 @@ class VerdictWriter:
             ).mappings()
             return {(row["gateway"], row["stream_id"]): dict(row) for row in found}
 
-    def _maintain_when_due(self) -> None:
+    async def _maintain_when_due(self) -> None:
         """Between batches, every retention interval: PostgreSQL's partitions made ahead of
         time, and verdicts past retention removed."""
-        if time.monotonic() < self._next_upkeep:
-            return
+        if time.monotonic() >= self._next_upkeep:
+            await asyncio.to_thread(self._maintain)
+
+    def _maintain(self) -> None:
         self._next_upkeep = time.monotonic() + self._retention_interval
         try:
             if partitions.is_partitioned(self._engine):
                 for name in partitions.make_ahead(self._engine, utcnow().date()):
                     log.info("made partition %s", name)
             if self._retention is not None:
-                with self._store.lock:
-                    deleted = prune(self._engine, utcnow() - self._retention)
+                deleted = prune(self._engine, utcnow() - self._retention, lock=self._store.lock)
                 if deleted:
                     log.info("pruned %d verdict rows older than %s", deleted, self._retention)
         except SQLAlchemyError as exc:
@@ -541,16 +573,22 @@ class VerdictWriter:
             self._next_upkeep = time.monotonic() + 60
 
 
-def prune(engine: Engine, older_than: datetime) -> int:
+def prune(engine: Engine, older_than: datetime, *,
+          lock: AbstractContextManager | None = None) -> int:
     """Remove the verdicts of streams that ended before ``older_than``; returns how many.
 
     PostgreSQL drops whole day partitions (service/partitions.py).  Otherwise the rows are
-    deleted, in small transactions."""
+    deleted, in small transactions, each holding ``lock`` (by default SQLite's write lock of
+    the file, which the services writing it take too: their writers never wait inside SQLite,
+    where one of them may be holding its event loop)."""
     if partitions.is_partitioned(engine):
         return partitions.prune(engine, older_than)
+    if lock is None:
+        lock = (_SqliteWriteLock(sqlite_path(engine.url.render_as_string()))
+                if engine.dialect.name == "sqlite" else nullcontext())
     total = 0
     while True:
-        with engine.begin() as connection:
+        with lock, engine.begin() as connection:
             doomed = (select(VERDICTS.c.id).where(VERDICTS.c.ended_at < older_than)
                       .limit(PRUNE_BATCH_ROWS).scalar_subquery())
             deleted = connection.execute(
@@ -574,18 +612,38 @@ class _SqliteWriteLock:
 
     def __enter__(self):
         self._local.acquire()
-        if self._path is None:  # an in-memory database: one process only
-            return self
         try:
-            if self._fd is None:
-                self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            self._lock_file(fcntl.LOCK_EX)
         except BaseException:
             self._local.release()
             raise
         return self
 
+    def enter_now(self) -> bool:
+        """Take the lock if nobody holds it (then leave() it), without waiting."""
+        if not self._local.acquire(blocking=False):
+            return False
+        try:
+            self._lock_file(fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._local.release()
+            return False
+        except BaseException:
+            self._local.release()
+            raise
+        return True
+
+    def _lock_file(self, operation: int) -> None:
+        if self._path is None:  # an in-memory database: one process only
+            return
+        if self._fd is None:
+            self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self._fd, operation)
+
     def __exit__(self, *exc) -> None:
+        self.leave()
+
+    def leave(self) -> None:
         if self._fd is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
         self._local.release()
@@ -597,28 +655,24 @@ def _is_driver_error(exc: Exception) -> bool:
     return module.startswith(("psycopg", "sqlite3"))
 
 
+def _report_a_crash(task: asyncio.Task) -> None:
+    """The writer's task ended on an exception (a bug: it catches what the database raises)."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("the verdict writer stopped; every post gets 503 until the service restarts",
+                  exc_info=task.exception())
+
+
 def _expire(done: asyncio.Future) -> None:
     if not done.done():
         done.set_exception(WriterUnavailable("the database did not commit in time"))
 
 
-def _answer(batch: list[_Pending], outcomes: list) -> None:
-    """Hand every request its result with one wake-up of each event loop involved."""
-    by_loop: dict[asyncio.AbstractEventLoop, list] = defaultdict(list)
+def _settle(batch: list[_Pending], outcomes: list) -> None:
+    """Hand every request of the batch its result (or its 503)."""
     for pending, outcome in zip(batch, outcomes, strict=True):
-        by_loop[pending.loop].append((pending.done, outcome))
-    for loop, answers in by_loop.items():
-        try:
-            loop.call_soon_threadsafe(_settle, answers)
-        except RuntimeError:
-            pass  # that loop has closed: nobody is waiting any more
-
-
-def _settle(answers: list) -> None:
-    for done, outcome in answers:
-        if done.done():
+        if pending.done.done():
             continue  # the request stopped waiting (timeout or disconnect); the commit stands
         if isinstance(outcome, BaseException):
-            done.set_exception(outcome)
+            pending.done.set_exception(outcome)
         else:
-            done.set_result(outcome)
+            pending.done.set_result(outcome)

@@ -465,7 +465,6 @@ def test_the_ingest_function_answers_without_http(sqlite_url):
     settings = Settings(database_url=sqlite_url, retention_days=0)
     engine = make_engine(sqlite_url)
     writer = VerdictWriter(engine, queue_size=10, batch_size=10, metrics_tools=frozenset())
-    writer.start()
 
     async def chunks(data: bytes, size: int = 7):
         for start in range(0, len(data), size):
@@ -476,17 +475,20 @@ def test_the_ingest_function_answers_without_http(sqlite_url):
                             Gateway("gw1"), settings=settings, writer=writer)
 
     async def answers():
-        first = await post("fn-1", chat_stream(), tool="codex")
-        again = await post("fn-1", chat_stream(), tool="codex")
-        other = await post("fn-1", chat_stream(text="other bytes"), tool="codex")
-        ahead = await post("fn-2", chat_stream(),
-                           ended_at=datetime.now(timezone.utc) + timedelta(hours=1))
-        return first, again, other, ahead
+        await writer.start()
+        try:
+            first = await post("fn-1", chat_stream(), tool="codex")
+            again = await post("fn-1", chat_stream(), tool="codex")
+            other = await post("fn-1", chat_stream(text="other bytes"), tool="codex")
+            ahead = await post("fn-2", chat_stream(),
+                               ended_at=datetime.now(timezone.utc) + timedelta(hours=1))
+            return first, again, other, ahead
+        finally:
+            await writer.stop()
 
     try:
         first, again, other, ahead = asyncio.run(answers())
     finally:
-        writer.stop()
         engine.dispose()
     stored = json.loads(first.body)
     assert (first.status, stored["category"], stored["tool"]) == (201, "complete", "codex")

@@ -72,11 +72,13 @@ def test_attempts_of_one_request_in_one_batch_still_see_each_other(database_url)
         rows = [row("x1", CUT, 1), row("x2", CUT, 2), row("x3", COMPLETE, 3)]
         waiting = [asyncio.ensure_future(writer.write(r, timeout=10)) for r in rows]
         await asyncio.sleep(0.05)  # all three queue up before the writer runs: one batch
-        writer.start()
-        return await asyncio.gather(*waiting)
+        await writer.start()
+        try:
+            return await asyncio.gather(*waiting)
+        finally:
+            await writer.stop()
 
     results = asyncio.run(together())
-    writer.stop()
     engine.dispose()
     assert [r.outcome for r in results] == [CREATED] * 3
     assert [r.row["previous_category"] for r in results] == [None, "no_end_marker",

@@ -148,11 +148,13 @@ def test_verdicts_that_wait_together_share_one_transaction(sqlite_url):
     async def seven_requests():
         waiting = [asyncio.ensure_future(writer.write(row, timeout=10)) for row in rows]
         await asyncio.sleep(0.05)  # all seven are queued before the writer runs
-        writer.start()
-        return await asyncio.gather(*waiting)
+        await writer.start()
+        try:
+            return await asyncio.gather(*waiting)
+        finally:
+            await writer.stop()
 
     results = asyncio.run(seven_requests())
-    writer.stop()
     engine.dispose()
     assert [r.outcome for r in results] == [CREATED] * 7
     after = batches()
@@ -166,24 +168,60 @@ def test_the_postgres_writer_prepares_its_statement_once(postgres_url):
     migrate(postgres_url)
     engine = make_engine(postgres_url)
     writer = VerdictWriter(engine, queue_size=100, batch_size=50, metrics_tools=frozenset())
-    writer.start()
 
-    async def posts(prefix):
-        return await asyncio.gather(*(writer.write(complete_row(f"{prefix}{i}"), timeout=10)
-                                      for i in range(3)))
+    async def three_batches():
+        await writer.start()
+        try:
+            for batch in range(3):
+                results = await asyncio.gather(*(
+                    writer.write(complete_row(f"p{batch}-{i}"), timeout=10) for i in range(3)))
+                assert [r.outcome for r in results] == [CREATED] * 3
+            cursor = await writer._store._connection.execute(
+                "SELECT statement FROM pg_prepared_statements")
+            return await cursor.fetchall()
+        finally:
+            await writer.stop()
 
-    try:
-        for batch in range(3):
-            assert [r.outcome for r in asyncio.run(posts(f"p{batch}-"))] == [CREATED] * 3
-        connection = writer._store._connection.driver_connection
-        prepared = connection.execute(
-            "SELECT statement FROM pg_prepared_statements").fetchall()
-    finally:
-        writer.stop()
+    prepared = asyncio.run(three_batches())
     assert len(prepared) == 1 and "json_populate_recordset" in prepared[0][0]
-    with engine.connect() as pooled:  # the pool's connections are as they were
+    with engine.connect() as pooled:  # the pool's connections prepare nothing
         assert pooled.connection.driver_connection.prepare_threshold is None
     engine.dispose()
+
+
+def test_an_sqlite_batch_waits_for_another_process_off_the_event_loop(sqlite_url, tmp_path):
+    """A batch runs on the event loop only when the file's write lock is free; while another
+    process holds it, the batch waits in a thread and the loop goes on serving."""
+    import fcntl
+
+    migrate(sqlite_url)
+    engine = make_engine(sqlite_url)
+    writer = VerdictWriter(engine, queue_size=10, batch_size=10, metrics_tools=frozenset())
+    lock_file = open(f"{tmp_path / 'verdicts.sqlite3'}.writer-lock", "a")  # as another process
+
+    async def while_locked():
+        await writer.start()
+        try:
+            fcntl.flock(lock_file, fcntl.LOCK_EX)
+            waiting = asyncio.ensure_future(writer.write(complete_row("in-turn"), timeout=10))
+            ticks = 0
+            for _ in range(20):  # the loop is free while the batch waits for the lock
+                await asyncio.sleep(0.01)
+                ticks += 1
+            assert not waiting.done()
+            fcntl.flock(lock_file, fcntl.LOCK_UN)
+            result = await waiting
+            on_loop = await writer.write(complete_row("on-loop"), timeout=10)
+            return ticks, result, on_loop
+        finally:
+            await writer.stop()
+
+    ticks, result, on_loop = asyncio.run(while_locked())
+    lock_file.close()
+    engine.dispose()
+    assert ticks == 20
+    assert (result.outcome, on_loop.outcome) == (CREATED, CREATED)
+    assert counts(sqlite_url) == (2, 2)
 
 
 def test_a_failed_transaction_answers_503_and_the_writer_carries_on(sqlite_url, monkeypatch):
@@ -193,23 +231,25 @@ def test_a_failed_transaction_answers_503_and_the_writer_carries_on(sqlite_url, 
     real_write_batch = writer._write_batch
     calls = []
 
-    def failing_once(rows):
+    async def failing_once(rows):
         calls.append(len(rows))
         if len(calls) == 1:
             raise RuntimeError("a bug in the first batch")
-        return real_write_batch(rows)
+        return await real_write_batch(rows)
 
     monkeypatch.setattr(writer, "_write_batch", failing_once)
     row = complete_row("after-bug")
-    writer.start()
 
     async def twice():
-        with pytest.raises(WriterUnavailable):
-            await writer.write(row, timeout=10)
-        return await writer.write(row, timeout=10)
+        await writer.start()
+        try:
+            with pytest.raises(WriterUnavailable):
+                await writer.write(row, timeout=10)
+            return await writer.write(row, timeout=10)
+        finally:
+            await writer.stop()
 
     assert asyncio.run(twice()).outcome == CREATED
-    writer.stop()
     engine.dispose()
     assert counts(sqlite_url) == (1, 1)
 
