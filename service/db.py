@@ -29,6 +29,10 @@ def sqlite_path(url: str) -> Path | None:
     return None if not database or database == ":memory:" else Path(database).resolve()
 
 
+# How long an SQLite statement waits for another connection's write lock.
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
 def make_engine(url: str) -> Engine:
     if is_sqlite(url):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
@@ -40,7 +44,7 @@ def make_engine(url: str) -> Engine:
             # durable before it returns, which is what a 2xx promises.
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=FULL")
-            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
             cursor.close()
 
         return engine

@@ -25,6 +25,7 @@ import fcntl
 import logging
 import os
 import random
+import sqlite3
 import threading
 import time
 from contextlib import AbstractContextManager, nullcontext
@@ -37,7 +38,7 @@ from sqlalchemy import Engine, PoolProxiedConnection, delete, select, tuple_
 from sqlalchemy.exc import SQLAlchemyError
 
 from . import metrics, partitions
-from .db import as_utc, postgres_connect_args, sqlite_path, utcnow
+from .db import SQLITE_BUSY_TIMEOUT_MS, as_utc, postgres_connect_args, sqlite_path, utcnow
 from .models import VERDICTS, VerdictRollup
 from .verdict_fields import FIELDS, WRITER
 
@@ -149,8 +150,9 @@ def _waves(rows: list[dict]) -> list[list[dict]]:
 class _PostgresStore(_Store):
     """One statement a wave, in autocommit: the rows, each with its previous attempt, and their
     rollups counted from exactly the rows it inserted, in one atomic statement that commits as
-    it ends (one round trip).  With verdicts partitioned (service/partitions.py), a row is
-    inserted only when its key is new in verdict_keys, in the same statement."""
+    it ends (one round trip; the waves of one batch commit together).  With verdicts
+    partitioned (service/partitions.py), a row is inserted only when its key is new in
+    verdict_keys, in the same statement."""
 
     _COUNTED = ("count(*)", "count(*) FILTER (WHERE silent)",
                 "count(*) FILTER (WHERE model_fallback)", "sum(bytes)",
@@ -237,9 +239,13 @@ class _PostgresStore(_Store):
     async def insert(self, rows: list[dict]) -> dict[tuple[str, str], tuple]:
         connection = await self._connected()
         new: dict[tuple, tuple] = {}
+        waves = _waves(rows)
         try:
-            async with connection.cursor() as cursor:
-                for wave in _waves(rows):
+            # One wave commits as its statement ends; several (attempts of one request in one
+            # batch) commit together, so that the batch is stored whole or not at all.
+            async with (connection.transaction() if len(waves) > 1 else nullcontext()), \
+                    connection.cursor() as cursor:
+                for wave in waves:
                     chained = any(row["request_id"] is not None for row in wave)
                     await cursor.execute(self._statements[chained],
                                          (_ENCODE(wave).decode(), self._shard), prepare=True)
@@ -301,6 +307,7 @@ class _SqliteStore(_Store):
         self._engine = engine
         self._shard = shard
         self._connection: PoolProxiedConnection | None = None
+        self._busy_timeout_ms: int | None = None  # the connection's, as last set here
         self._file_lock = _SqliteWriteLock(sqlite_path(engine.url.render_as_string()))
         self.lock = self._file_lock
         # Times are stored as the text SQLAlchemy stores, so that reads through SQLAlchemy
@@ -313,26 +320,39 @@ class _SqliteStore(_Store):
         # sqlite3 lets go of the interpreter lock at every row it steps through, and a thread
         # then waits for the busy event loop to hand it back, row after row.  So a batch runs
         # on the event loop itself whenever no other process is writing the file (its commit
-        # then holds the loop for the fsync, a fraction of a millisecond), and in a thread only
-        # when it has to wait for the file's turn.
+        # then holds the loop for the fsync, a fraction of a millisecond), and in a thread when
+        # it has to wait for the file's turn: another service's writer holds the lock, or
+        # something that writes without it (a migration, the sqlite3 shell) holds SQLite's own,
+        # which the batch on the loop does not wait for.
         if self._file_lock.enter_now():
             try:
-                return self._insert(rows)
+                return self._insert(rows, wait=False)
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise
             finally:
                 self._file_lock.leave()
         return await asyncio.to_thread(self._insert_in_turn, rows)
 
     def _insert_in_turn(self, rows: list[dict]) -> dict[tuple[str, str], tuple]:
         with self.lock:
-            return self._insert(rows)
+            return self._insert(rows, wait=True)
 
-    def _insert(self, rows: list[dict]) -> dict[tuple[str, str], tuple]:
-        """Under the lock: the batch, on the connection kept for it."""
+    def _insert(self, rows: list[dict], *, wait: bool) -> dict[tuple[str, str], tuple]:
+        """Under the lock: the batch, on the connection kept for it; ``wait``: for SQLite's
+        own lock, if another connection holds it (else sqlite3.OperationalError at once)."""
         if self._connection is None:
             self._connection = self._engine.raw_connection()
+            self._busy_timeout_ms = None
         connection = self._connection
+        driver = connection.driver_connection
+        assert driver is not None  # a live connection of the pool
         try:
-            return self._write(connection.driver_connection, rows)
+            busy_timeout_ms = SQLITE_BUSY_TIMEOUT_MS if wait else 0
+            if busy_timeout_ms != self._busy_timeout_ms:
+                driver.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
+                self._busy_timeout_ms = busy_timeout_ms
+            return self._write(driver, rows)
         except BaseException:
             self._connection = None
             try:
@@ -425,9 +445,13 @@ class VerdictWriter:
         """Commit what is queued, then stop."""
         self._stopping = True
         self._arrived.set()
-        if self._task is not None:
-            await self._task
-        await self._store.close()
+        try:
+            if self._task is not None:
+                await self._task
+        except Exception:  # logged as it happened (_report_a_crash)
+            pass
+        finally:
+            await self._store.close()
 
     async def write(self, row: dict, *, timeout: float) -> WriteResult:
         if self._stopping or (self._task is not None and self._task.done()):
@@ -451,6 +475,17 @@ class VerdictWriter:
     # -- the writer's task --------------------------------------------------------------------
 
     async def _run(self) -> None:
+        try:
+            await self._batches()
+        finally:
+            # Only a bug ends the batches with verdicts still queued: they get their 503 now,
+            # not when their timeouts come.
+            left = list(self._queue)
+            self._queue.clear()
+            metrics.DB_WRITE_QUEUE_DEPTH.dec(len(left))
+            _settle(left, [WriterUnavailable("the writer stopped")] * len(left))
+
+    async def _batches(self) -> None:
         await self._maintain_when_due()
         shared = False  # the last commit carried more than one verdict: they arrive together
         while self._queue or not self._stopping:
@@ -473,7 +508,11 @@ class VerdictWriter:
                                                               self._batch_size))]
             metrics.DB_WRITE_QUEUE_DEPTH.dec(len(batch))
             shared = len(batch) > 1
-            await self._commit(batch)
+            try:
+                await self._commit(batch)
+            except BaseException:  # a bug (see _run): the batch in hand gets its 503 too
+                _settle(batch, [WriterUnavailable("the writer stopped")] * len(batch))
+                raise
             await self._maintain_when_due()
 
     async def _commit(self, batch: list[_Pending]) -> None:
@@ -495,39 +534,53 @@ class VerdictWriter:
         metrics.DB_WRITE_SECONDS.observe(time.perf_counter() - started)
         metrics.DB_WRITE_BATCH.observe(len(batch))
         for pending, result in zip(batch, results, strict=True):
-            if result.outcome == CREATED:
+            if isinstance(result, WriteResult) and result.outcome == CREATED:
                 metrics.count_stored(pending.tool_label, result.row, rollup_counts(result.row))
         _settle(batch, results)
 
-    async def _write_batch(self, rows: list[dict]) -> list[WriteResult]:
-        """Insert the rows and their rollups in one transaction; a duplicate key inserts nothing."""
+    async def _write_batch(self, rows: list[dict]) -> list[WriteResult | WriterUnavailable]:
+        """Insert the rows and their rollups in one transaction; a duplicate key inserts nothing.
+        Once that has committed, every new row is answered as created (and counted), even if
+        what follows fails: the rows that needed it are then answered 503."""
         first_of_key: dict[tuple[str, str], dict] = {}
         for row in rows:
             first_of_key.setdefault((row["gateway"], row["stream_id"]), row)
-        new_ids = await self._store.insert(list(first_of_key.values()))
-        # Stored before: committed by now, read back as any reader would.
-        stored = await self._read_back([key for key in first_of_key if key not in new_ids])
-        orphans = [key for key in first_of_key if key not in new_ids and key not in stored]
-        if orphans:
-            # PostgreSQL: a key whose verdict is gone (retention dropped its day while a post
-            # of it was on its way).  The key goes, and the verdict is stored anew.
-            await self._store.forget_keys(orphans)
-            again = await self._store.insert([first_of_key[key] for key in orphans])
-            new_ids.update(again)
-            stored.update(await self._read_back([key for key in orphans if key not in again]))
+        new_ids = await self._store.insert(list(first_of_key.values()))  # raises: none stored
+        stored: dict[tuple[str, str], dict] = {}
+        failed: WriterUnavailable | None = None
+        try:
+            # Stored before: committed by now, read back as any reader would.
+            stored = await self._read_back([key for key in first_of_key if key not in new_ids])
+            orphans = [key for key in first_of_key if key not in new_ids and key not in stored]
+            if orphans:
+                # PostgreSQL: a key whose verdict is gone (retention dropped its day while a
+                # post of it was on its way).  The key goes, and the verdict is stored anew.
+                await self._store.forget_keys(orphans)
+                again = await self._store.insert([first_of_key[key] for key in orphans])
+                new_ids.update(again)
+                stored.update(await self._read_back([key for key in orphans
+                                                     if key not in again]))
+        except Exception as exc:
+            if not (isinstance(exc, SQLAlchemyError) or _is_driver_error(exc)):
+                raise  # a bug: the whole batch is answered 503
+            metrics.DB_WRITE_ERRORS.inc()
+            log.warning("after a commit of %d verdicts, the rest of the batch failed: %s",
+                        len(new_ids), type(exc).__name__)
+            failed = WriterUnavailable("the database is unavailable")
         for key, (row_id, previous_category, previous_retryable) in new_ids.items():
             stored[key] = row = first_of_key[key]  # the request's own row, stored now
             row["id"] = row_id
             row["previous_category"] = previous_category
             row["previous_retryable"] = previous_retryable
 
-        results = []
+        results: list[WriteResult | WriterUnavailable] = []
         for row in rows:
             key = (row["gateway"], row["stream_id"])
             kept = stored.get(key)
             if kept is None:  # its key and its verdict came and went again meanwhile
-                raise WriterUnavailable("the verdict was removed while it was being stored")
-            if row is first_of_key[key] and key in new_ids:
+                results.append(failed or WriterUnavailable(
+                    "the verdict was removed while it was being stored"))
+            elif row is first_of_key[key] and key in new_ids:
                 results.append(WriteResult(CREATED, kept))
             elif kept["body_sha256"] == row["body_sha256"]:
                 results.append(WriteResult(DUPLICATE, kept))
@@ -660,6 +713,12 @@ def _report_a_crash(task: asyncio.Task) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error("the verdict writer stopped; every post gets 503 until the service restarts",
                   exc_info=task.exception())
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    """SQLite's lock is held by another connection."""
+    name = getattr(exc, "sqlite_errorname", None)  # Python 3.11+
+    return name in ("SQLITE_BUSY", "SQLITE_LOCKED") if name else "locked" in str(exc)
 
 
 def _expire(done: asyncio.Future) -> None:

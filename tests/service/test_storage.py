@@ -162,6 +162,39 @@ def test_verdicts_that_wait_together_share_one_transaction(sqlite_url):
     assert counts(sqlite_url) == (7, 7)
 
 
+def test_a_batch_wait_gathers_the_verdicts_that_arrive_meanwhile(sqlite_url):
+    """WRITE_BATCH_WAIT_SECONDS: after a shared commit, the next one waits for more."""
+    migrate(sqlite_url)
+    engine = make_engine(sqlite_url)
+    writer = VerdictWriter(engine, queue_size=100, batch_size=50, metrics_tools=frozenset(),
+                           batch_wait_seconds=0.3)
+
+    def batches():
+        return REGISTRY.get_sample_value("fastsse_db_write_batch_verdicts_count") or 0
+
+    async def spaced():
+        await writer.start()
+        try:
+            await asyncio.gather(*(writer.write(complete_row(f"w{i}"), timeout=10)
+                                   for i in range(2)))  # a shared commit
+            before = batches()
+            waiting = []
+            for i in range(3):  # one at a time, within the wait
+                waiting.append(asyncio.ensure_future(
+                    writer.write(complete_row(f"later{i}"), timeout=10)))
+                await asyncio.sleep(0.05)
+            results = await asyncio.gather(*waiting)
+            return results, batches() - before
+        finally:
+            await writer.stop()
+
+    results, commits = asyncio.run(spaced())
+    engine.dispose()
+    assert [r.outcome for r in results] == [CREATED] * 3
+    assert commits == 1
+    assert counts(sqlite_url) == (5, 5)
+
+
 def test_the_postgres_writer_prepares_its_statement_once(postgres_url):
     """The engine's connections prepare nothing (db.py), so the writer's connection has to
     allow it: otherwise the database parses and plans the statement at every batch."""
@@ -189,7 +222,31 @@ def test_the_postgres_writer_prepares_its_statement_once(postgres_url):
     engine.dispose()
 
 
-def test_an_sqlite_batch_waits_for_another_process_off_the_event_loop(sqlite_url, tmp_path):
+def _while_held_elsewhere(writer, hold, release, seconds: float):
+    """Hold a lock of the file (``hold``) in this thread, let another thread ``release`` it
+    after ``seconds``, and post meanwhile: how long ten ticks of 10 ms took on the event loop
+    while the post waited, and what the post got."""
+    import threading
+
+    async def post():
+        await writer.start()
+        try:
+            hold()
+            threading.Timer(seconds, release).start()
+            waiting = asyncio.ensure_future(writer.write(complete_row("in-turn"), timeout=30))
+            started = time.monotonic()
+            for _ in range(10):
+                await asyncio.sleep(0.01)
+            ticks = time.monotonic() - started
+            assert not waiting.done()
+            return ticks, await waiting
+        finally:
+            await writer.stop()
+
+    return asyncio.run(post())
+
+
+def test_an_sqlite_batch_waits_for_another_writers_turn_off_the_event_loop(sqlite_url, tmp_path):
     """A batch runs on the event loop only when the file's write lock is free; while another
     process holds it, the batch waits in a thread and the loop goes on serving."""
     import fcntl
@@ -198,30 +255,33 @@ def test_an_sqlite_batch_waits_for_another_process_off_the_event_loop(sqlite_url
     engine = make_engine(sqlite_url)
     writer = VerdictWriter(engine, queue_size=10, batch_size=10, metrics_tools=frozenset())
     lock_file = open(f"{tmp_path / 'verdicts.sqlite3'}.writer-lock", "a")  # as another process
-
-    async def while_locked():
-        await writer.start()
-        try:
-            fcntl.flock(lock_file, fcntl.LOCK_EX)
-            waiting = asyncio.ensure_future(writer.write(complete_row("in-turn"), timeout=10))
-            ticks = 0
-            for _ in range(20):  # the loop is free while the batch waits for the lock
-                await asyncio.sleep(0.01)
-                ticks += 1
-            assert not waiting.done()
-            fcntl.flock(lock_file, fcntl.LOCK_UN)
-            result = await waiting
-            on_loop = await writer.write(complete_row("on-loop"), timeout=10)
-            return ticks, result, on_loop
-        finally:
-            await writer.stop()
-
-    ticks, result, on_loop = asyncio.run(while_locked())
+    ticks, result = _while_held_elsewhere(
+        writer, lambda: fcntl.flock(lock_file, fcntl.LOCK_EX),
+        lambda: fcntl.flock(lock_file, fcntl.LOCK_UN), seconds=1.0)
     lock_file.close()
     engine.dispose()
-    assert ticks == 20
-    assert (result.outcome, on_loop.outcome) == (CREATED, CREATED)
-    assert counts(sqlite_url) == (2, 2)
+    assert ticks < 0.6  # the loop was not held while the lock was (1 s)
+    assert result.outcome == CREATED
+    assert counts(sqlite_url) == (1, 1)
+
+
+def test_an_sqlite_batch_waits_for_a_writer_without_the_lock_off_the_event_loop(sqlite_url):
+    """Something that writes the file without the service's lock (a migration, the sqlite3
+    shell): the batch on the loop does not wait for SQLite's lock, it goes to a thread."""
+    import sqlite3
+
+    migrate(sqlite_url)
+    engine = make_engine(sqlite_url)
+    writer = VerdictWriter(engine, queue_size=10, batch_size=10, metrics_tools=frozenset())
+    other = sqlite3.connect(make_engine(sqlite_url).url.database, check_same_thread=False,
+                            isolation_level=None)
+    ticks, result = _while_held_elsewhere(writer, lambda: other.execute("BEGIN IMMEDIATE"),
+                                          lambda: other.execute("COMMIT"), seconds=1.0)
+    other.close()
+    engine.dispose()
+    assert ticks < 0.6
+    assert result.outcome == CREATED
+    assert counts(sqlite_url) == (1, 1)
 
 
 def test_a_failed_transaction_answers_503_and_the_writer_carries_on(sqlite_url, monkeypatch):
@@ -252,6 +312,77 @@ def test_a_failed_transaction_answers_503_and_the_writer_carries_on(sqlite_url, 
     assert asyncio.run(twice()).outcome == CREATED
     engine.dispose()
     assert counts(sqlite_url) == (1, 1)
+
+
+def test_a_failure_after_the_commit_still_answers_and_counts_the_rows_it_stored(
+        sqlite_url, monkeypatch):
+    """The batch committed, then reading back a duplicate's stored verdict failed: the new row
+    is still answered 201 and counted (its retry would be a 200, never counted), the duplicate
+    gets its 503."""
+    import sqlite3
+
+    migrate(sqlite_url)
+    engine = make_engine(sqlite_url)
+    writer = VerdictWriter(engine, queue_size=10, batch_size=10, metrics_tools=frozenset())
+
+    def stored_total():
+        return sum(sample.value for metric in REGISTRY.collect()
+                   if metric.name == "fastsse_streams" for sample in metric.samples
+                   if sample.name == "fastsse_streams_total")
+
+    async def posts():
+        await writer.start()
+        try:
+            await writer.write(complete_row("kept"), timeout=10)
+
+            async def unreadable(keys):
+                raise sqlite3.OperationalError("disk I/O error")
+
+            monkeypatch.setattr(writer, "_read_back", unreadable)
+            before = stored_total()
+            waiting = [asyncio.ensure_future(writer.write(complete_row(name), timeout=10))
+                       for name in ("new", "kept")]
+            answers = await asyncio.gather(*waiting, return_exceptions=True)
+            return answers, stored_total() - before
+        finally:
+            await writer.stop()
+
+    (new, again), counted = asyncio.run(posts())
+    engine.dispose()
+    assert new.outcome == CREATED and isinstance(again, WriterUnavailable)
+    assert counted == 1
+    assert counts(sqlite_url) == (2, 2)
+
+
+def test_a_writer_that_dies_answers_503_at_once_and_still_stops(sqlite_url, monkeypatch,
+                                                                   caplog):
+    migrate(sqlite_url)
+    engine = make_engine(sqlite_url)
+    writer = VerdictWriter(engine, queue_size=10, batch_size=1, metrics_tools=frozenset())
+
+    async def a_bug(batch):
+        raise RuntimeError("a bug outside the batch's own error handling")
+
+    monkeypatch.setattr(writer, "_commit", a_bug)
+
+    async def posts():
+        waiting = [asyncio.ensure_future(writer.write(complete_row(f"d{i}"), timeout=30))
+                   for i in range(3)]
+        await asyncio.sleep(0.01)  # all three queued
+        await writer.start()
+        started = time.monotonic()
+        answers = await asyncio.gather(*waiting, return_exceptions=True)
+        waited = time.monotonic() - started
+        with pytest.raises(WriterUnavailable, match="stopping"):
+            await writer.write(complete_row("later"), timeout=30)
+        await writer.stop()  # does not raise the bug again
+        return answers, waited
+
+    answers, waited = asyncio.run(posts())
+    engine.dispose()
+    assert [type(a) for a in answers] == [WriterUnavailable] * 3
+    assert waited < 5  # not their 30 s timeouts
+    assert "the verdict writer stopped" in caplog.text
 
 
 def test_the_alembic_command_line_works_in_the_checkout(tmp_path):
