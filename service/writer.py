@@ -267,7 +267,7 @@ class _PostgresStore(_Store):
             raise
 
     async def _drop(self) -> None:
-        """After a failure: the next batch connects afresh."""
+        """Let the connection go (after a failure: the next batch connects afresh)."""
         connection, self._connection = self._connection, None
         if connection is not None:
             try:
@@ -276,9 +276,7 @@ class _PostgresStore(_Store):
                 pass
 
     async def close(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            await connection.close()
+        await self._drop()
 
 
 class _SqliteStore(_Store):
@@ -287,7 +285,7 @@ class _SqliteStore(_Store):
     a prepared statement faster than SQLite reads them back out of a JSON array (30 against
     75 µs a row, most of it one json_extract per column).  Each row is inserted after the rows
     before it, so its previous attempt is looked up among them too (and only where it has a
-    request_id): no waves are needed here.  It runs in a thread (see the module's docstring)."""
+    request_id): no waves are needed here.  Where a batch runs: see insert()."""
 
     _INSERT = (f"INSERT INTO verdicts ({', '.join(INPUT_COLUMNS + CHAIN_COLUMNS)}) "
                f"VALUES ({', '.join(f':{c}' for c in INPUT_COLUMNS)}, {{}}) "
@@ -308,8 +306,8 @@ class _SqliteStore(_Store):
         self._shard = shard
         self._connection: PoolProxiedConnection | None = None
         self._busy_timeout_ms: int | None = None  # the connection's, as last set here
-        self._file_lock = _SqliteWriteLock(sqlite_path(engine.url.render_as_string()))
-        self.lock = self._file_lock
+        self.lock: _SqliteWriteLock = _SqliteWriteLock(
+            sqlite_path(engine.url.render_as_string()))
         # Times are stored as the text SQLAlchemy stores, so that reads through SQLAlchemy
         # find them.
         processor = VERDICTS.c.received_at.type.dialect_impl(
@@ -324,14 +322,14 @@ class _SqliteStore(_Store):
         # it has to wait for the file's turn: another service's writer holds the lock, or
         # something that writes without it (a migration, the sqlite3 shell) holds SQLite's own,
         # which the batch on the loop does not wait for.
-        if self._file_lock.enter_now():
+        if self.lock.enter_now():
             try:
                 return self._insert(rows, wait=False)
             except sqlite3.OperationalError as exc:
                 if not _is_busy(exc):
                     raise
             finally:
-                self._file_lock.leave()
+                self.lock.leave()
         return await asyncio.to_thread(self._insert_in_turn, rows)
 
     def _insert_in_turn(self, rows: list[dict]) -> dict[tuple[str, str], tuple]:
@@ -523,7 +521,7 @@ class VerdictWriter:
             # Whatever went wrong, the transaction rolled back: answer 503 and keep the writer
             # alive for the next batch.  Database trouble is expected; anything else is a bug.
             metrics.DB_WRITE_ERRORS.inc()
-            if isinstance(exc, (SQLAlchemyError, WriterUnavailable)) or _is_driver_error(exc):
+            if _is_database_trouble(exc):
                 log.warning("group commit of %d verdicts failed: %s", len(batch),
                             type(exc).__name__)
             else:
@@ -561,7 +559,7 @@ class VerdictWriter:
                 stored.update(await self._read_back([key for key in orphans
                                                      if key not in again]))
         except Exception as exc:
-            if not (isinstance(exc, SQLAlchemyError) or _is_driver_error(exc)):
+            if not _is_database_trouble(exc):
                 raise  # a bug: the whole batch is answered 503
             metrics.DB_WRITE_ERRORS.inc()
             log.warning("after a commit of %d verdicts, the rest of the batch failed: %s",
@@ -702,10 +700,12 @@ class _SqliteWriteLock:
         self._local.release()
 
 
-def _is_driver_error(exc: Exception) -> bool:
-    """A database error raised by the driver itself (the writer uses it without SQLAlchemy)."""
-    module = type(exc).__module__
-    return module.startswith(("psycopg", "sqlite3"))
+def _is_database_trouble(exc: Exception) -> bool:
+    """What the database may raise at any time (answered 503 and logged without a traceback),
+    from SQLAlchemy or from the driver, which the writer also uses without SQLAlchemy; any
+    other exception is a bug."""
+    return (isinstance(exc, (SQLAlchemyError, WriterUnavailable))
+            or type(exc).__module__.startswith(("psycopg", "sqlite3")))
 
 
 def _report_a_crash(task: asyncio.Task) -> None:
