@@ -24,18 +24,6 @@ async def healthz() -> dict:
 
 
 if __name__ == "__main__":
-    # Served exactly as `fastsse-service serve` serves the service (loop, parser, logging).
-    import argparse
-    import sys
-    from pathlib import Path
+    from served import serve
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from service.__main__ import run_server
-    from service.config import get_settings
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--workers", type=int, default=1)
-    args = parser.parse_args()
-    run_server("bench.bare_app:app", host="127.0.0.1", port=args.port, workers=args.workers,
-               settings=get_settings())
+    serve("bench.bare_app:app")

@@ -1,18 +1,23 @@
 """The ingestion service against its own HTTP stack, side by side in one run, driven by wrk.
 
 Starts, one after another on 127.0.0.1: the bare endpoint (``bench/bare_app.py``: the same
-server stack and route, reading the body and answering a small JSON), then the service on
-SQLite and on PostgreSQL, each with 1 and 2 workers, and drives each with the same load from
-``wrk`` (a C load generator: a Python client would measure itself).  Every post is a complete
-stream with a new ``stream_id``, so every one is judged, stored and committed.
+server stack and route, reading the body and answering a small JSON), the service without its
+database (``bench/nodb_app.py``: everything but the store, the most the service could serve
+here with any database), then the service on SQLite and on PostgreSQL, each with 1 and 2
+workers, and drives each with the same load from ``wrk`` (a C load generator: a Python client
+would measure itself).  Every post is a complete stream with a new ``stream_id``, so every one
+is judged, stored and committed.
 
 Prints requests/s, p50 and p99 per configuration and the ratio to the bare endpoint with the
-same number of workers; then MB/s and streams/s by stream size (2 KB, 20 KB, 200 KB) and for a
-mix of the four dialects; then where the service's CPU goes (a py-spy sampling profile of one
-worker under the same load, grouped by what the code does).
+same number of workers, and what a post cost in CPU: in the server's processes, in PostgreSQL's
+(all of its processes), in wrk, and on the whole machine, with the machine's idle share (the
+server, the database and the load generator share its cores); then MB/s and streams/s by
+stream size (2 KB, 20 KB, 200 KB) and for a mix of the four dialects; then where the service's
+CPU goes (a py-spy sampling profile of one worker under the same load, grouped by what the code
+does).
 
-    python bench/bench_service.py                 # about 5 minutes
-    python bench/bench_service.py --quick         # about a minute: shorter runs, fewer rows
+    python bench/bench_service.py                 # about 4 minutes
+    python bench/bench_service.py --quick         # about 2 minutes: shorter runs, main table
     python bench/bench_service.py --only pg2      # one configuration
 
 Needs ``wrk`` (Debian package) and, for the profile, ``py-spy`` (PyPI); PostgreSQL at
@@ -47,6 +52,8 @@ from loadtests.streams import DIALECTS, complete_stream  # noqa: E402
 
 TOKEN = "bench-secret-token"
 ADMIN_DSN = "host=127.0.0.1 port=5432 dbname=postgres user=postgres"
+CORES = os.cpu_count() or 1
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # the unit of /proc's CPU times
 
 WRK_SCRIPT = r"""
 -- Each wrk thread posts the bodies in turn, each post with a new stream_id.
@@ -168,42 +175,81 @@ def start_bare(workers: int, log: Path) -> Server:
                    str(workers)], {}, log)
 
 
+def start_without_database(database_url: str, workers: int, log: Path) -> Server:
+    # The service, served as `serve` serves it, with a store that keeps nothing.
+    return Server([sys.executable, str(REPO / "bench" / "nodb_app.py"), "--workers",
+                   str(workers)],
+                  {"DATABASE_URL": database_url, "INGEST_TOKENS": f"bench:{TOKEN}",
+                   "RETENTION_DAYS": "0"}, log)
+
+
 def committed_rows(server: Server) -> int:
     text = httpx.get(f"{server.url}/metrics").text
     return int(sum(float(v) for v in re.findall(r"^fastsse_streams_total\{[^}]*\} (\S+)$",
                                                  text, re.M)))
 
 
-def run_load(server: Server, bodies: list[Path], args, script: Path, tag: str,
-             database: str | None = None) -> dict:
-    """wrk's figures, and the CPU each post cost the server's processes, the PostgreSQL
-    backends of ``database`` and wrk itself (all on the same cores)."""
+def run_load(server: Server, bodies: list[Path], args, script: Path, tag: str) -> dict:
+    """wrk's figures, and the CPU each post cost: the server's processes, PostgreSQL's, wrk
+    itself, and the whole machine (they all share its cores)."""
     wrk(server.url, bodies, seconds=args.warmup, connections=args.connections,
         threads=args.threads, script=script, tag=tag + "w")
     served = [server.process.pid, *server.worker_pids()]
-    backends = postgres_backends(args.admin_dsn, database) if database else []
-    served_before, backends_before = cpu_seconds(served), cpu_seconds(backends)
-    wrk_before = waited_children_cpu()
+    served_before, postgres_before = cpu_seconds(served), postgres_cpu()
+    wrk_before, machine_before = waited_children_cpu(), machine_cpu()
     result = wrk(server.url, bodies, seconds=args.seconds, connections=args.connections,
                  threads=args.threads, script=script, tag=tag)
+    postgres_after = postgres_cpu()
+    (busy_after, idle_after), (busy_before, idle_before) = machine_cpu(), machine_before
+    busy, idle = busy_after - busy_before, idle_after - idle_before
     spent = {"service": cpu_seconds(served) - served_before,
-             "postgres": cpu_seconds(backends) - backends_before if database else None,
-             "wrk": waited_children_cpu() - wrk_before}
-    result["cpu_us"] = {name: None if value is None else value / result["requests"] * 1e6
-                        for name, value in spent.items()}
+             # a backend that connected during the run counts in full
+             "postgres": sum(seconds - postgres_before.get(pid, 0.0)
+                             for pid, seconds in postgres_after.items()),
+             "wrk": waited_children_cpu() - wrk_before,
+             "machine": busy}
+    result["cpu_us"] = {name: value / result["requests"] * 1e6 for name, value in spent.items()}
+    result["idle"] = idle / (busy + idle)
     return result
 
 
 def cpu_seconds(pids: list[int]) -> float:
     """User and system CPU of these processes so far (/proc/PID/stat)."""
-    total = 0
-    for pid in set(pids):
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # gone
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
-    return total / os.sysconf("SC_CLK_TCK")
+    return sum(_process_cpu(pid) or 0.0 for pid in set(pids))
+
+
+def _process_cpu(pid: int) -> float | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):  # gone
+        return None
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime (fields 14, 15)
+
+
+def postgres_cpu() -> dict[int, float]:
+    """CPU so far of every PostgreSQL server process on this machine, by pid: the backends of
+    every connection and the background processes (WAL writer, checkpointer, ...)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                name = (entry / "comm").read_text().strip()
+            except OSError:
+                continue
+            if name == "postgres":
+                seconds = _process_cpu(int(entry.name))
+                if seconds is not None:
+                    found[int(entry.name)] = seconds
+    return found
+
+
+def machine_cpu() -> tuple[float, float]:
+    """CPU seconds of the whole machine so far, busy and idle (/proc/stat; idle includes
+    waiting for the disk)."""
+    user, nice, system, idle, iowait, irq, softirq, steal = map(
+        int, Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9])
+    return ((user + nice + system + irq + softirq + steal) / CLOCK_TICKS,
+            (idle + iowait) / CLOCK_TICKS)
 
 
 def waited_children_cpu() -> float:
@@ -212,18 +258,12 @@ def waited_children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def postgres_backends(admin_dsn: str, database: str) -> list[int]:
-    """The server processes serving connections to ``database`` (the writer's among them)."""
-    with psycopg.connect(admin_dsn, autocommit=True) as admin:
-        return [pid for (pid,) in admin.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = %s", (database,))]
-
-
-def cpu_text(result: dict) -> str:
+def cpu_text(result: dict, postgres: bool) -> str:
     cpu = result["cpu_us"]
-    parts = [f"{name} {cpu[name]:.0f}" for name in ("service", "postgres", "wrk")
-             if cpu[name] is not None]
-    return "   CPU µs a post: " + ", ".join(parts)
+    parts = [f"{name} {cpu[name]:.0f}" for name in ("service", "postgres", "wrk", "machine")
+             if postgres or name != "postgres"]
+    return (f"   CPU µs a post: {', '.join(parts)} (machine idle {result['idle']:.0%}; "
+            f"all busy: {CORES * 1e6 / cpu['machine']:,.0f}/s)")
 
 
 def print_row(name: str, result: dict, bare: dict | None = None, extra: str = "") -> None:
@@ -325,6 +365,8 @@ def profile(server: Server, bodies: list[Path], args, script: Path, scratch: Pat
 CONFIGS = {
     "bare1": ("bare endpoint, 1 worker", None, 1),
     "bare2": ("bare endpoint, 2 workers", None, 2),
+    "nodb1": ("service without database, 1 worker", "nothing", 1),
+    "nodb2": ("service without database, 2 workers", "nothing", 2),
     "sqlite1": ("service, SQLite, 1 worker", "sqlite", 1),
     "sqlite2": ("service, SQLite, 2 workers", "sqlite", 2),
     "pg1": ("service, PostgreSQL, 1 worker", "postgres", 1),
@@ -332,11 +374,17 @@ CONFIGS = {
 }
 
 
+# (what, a configuration with 2 workers, one with 1).  The last line bounds the second: the
+# service on PostgreSQL does all that the service without a database does, and more.
+SCALING = (("sqlite: 2 workers / 1 worker", "sqlite2", "sqlite1"),
+           ("pg: 2 workers / 1 worker", "pg2", "pg1"),
+           ("no database, 2 workers / pg, 1 worker (the most pg's could be)", "nodb2", "pg1"))
+
+
 def print_scaling(results: dict) -> None:
-    for backend in ("sqlite", "pg"):
-        one, two = results.get(f"{backend}1"), results.get(f"{backend}2")
-        if one and two:
-            print(f"  {backend}: 2 workers / 1 worker = {two['rps'] / one['rps']:.2f}x")
+    for what, two, one in SCALING:
+        if two in results and one in results:
+            print(f"  {what} = {results[two]['rps'] / results[one]['rps']:.2f}x")
 
 
 def print_medians(rounds: list[dict]) -> None:
@@ -354,12 +402,32 @@ def print_medians(rounds: list[dict]) -> None:
             line += (f"   {statistics.median(ratios):.0%} of bare "
                      f"(rounds: {', '.join(f'{x:.0%}' for x in ratios)})")
         print(line)
-    for backend in ("sqlite", "pg"):
-        scaling = [r[f"{backend}2"]["rps"] / r[f"{backend}1"]["rps"] for r in rounds
-                   if f"{backend}1" in r and f"{backend}2" in r]
+    for what, two, one in SCALING:
+        scaling = [r[two]["rps"] / r[one]["rps"] for r in rounds if two in r and one in r]
         if scaling:
-            print(f"  {backend}: 2 workers / 1 worker = {statistics.median(scaling):.2f}x "
+            print(f"  {what} = {statistics.median(scaling):.2f}x "
                   f"(rounds: {', '.join(f'{x:.2f}' for x in scaling)})")
+
+
+def print_bounds(rounds: list[dict]) -> None:
+    """What 2 workers could serve at most on this machine, with every core busy at the CPU a
+    post cost them (medians over the rounds), beside the two targets: 1.5x one worker, and
+    70 % of the bare endpoint with 2 workers."""
+    lines = []
+    for backend in ("sqlite", "pg"):
+        runs = [r for r in rounds if all(k in r for k in (f"{backend}1", f"{backend}2",
+                                                          "bare2"))]
+        if not runs:
+            continue
+        bound = statistics.median(CORES * 1e6 / r[f"{backend}2"]["cpu_us"]["machine"]
+                                  for r in runs)
+        scaled = statistics.median(1.5 * r[f"{backend}1"]["rps"] for r in runs)
+        of_bare = statistics.median(0.7 * r["bare2"]["rps"] for r in runs)
+        lines.append(f"  {backend}: {bound:,.0f}/s at most, against 1.5x one worker "
+                     f"{scaled:,.0f}/s and 70 % of the bare endpoint {of_bare:,.0f}/s")
+    if lines:
+        print("\n  2 workers, every core busy at the CPU a post cost them (medians):")
+        print("\n".join(lines))
 
 
 def main() -> None:
@@ -417,22 +485,26 @@ def main() -> None:
                     log = root / f"{key}.log"
                     if backend is None:
                         server = start_bare(workers, log)
+                    elif backend == "nothing":
+                        server = start_without_database(scratch.sqlite(), workers, log)
                     else:
                         url = scratch.sqlite() if backend == "sqlite" else scratch.postgres()
                         server = start_service(url, workers, log)
-                    database = url.rsplit("/", 1)[1] if backend == "postgres" else None
                     try:
-                        result = run_load(server, main_body, args, script, key, database)
-                        stored = committed_rows(server) if backend else None
+                        result = run_load(server, main_body, args, script, key)
+                        stored = (committed_rows(server) if backend in ("sqlite", "postgres")
+                                  else None)
                     finally:
                         server.stop()
                     results[key] = result
                     bare = results.get(f"bare{workers}") if backend else None
                     extra = "" if stored is None else f"   {stored} stored (warm-up included)"
-                    print_row(name, result, bare, extra + cpu_text(result))
+                    print_row(name, result, bare,
+                              extra + cpu_text(result, postgres=backend == "postgres"))
                 print_scaling(results)
             if len(rounds) > 1:
                 print_medians(rounds)
+            print_bounds(rounds)
 
             if not args.no_sizes:
                 print("\n  by stream size, service on PostgreSQL, 2 workers "
