@@ -5,8 +5,9 @@ server stack and route, reading the body and answering a small JSON), the servic
 database (``bench/nodb_app.py``: everything but the store, the most the service could serve
 here with any database), then the service on SQLite and on PostgreSQL, each with 1 and 2
 workers, and drives each with the same load from ``wrk`` (a C load generator: a Python client
-would measure itself).  Every post is a complete stream with a new ``stream_id``, so every one
-is judged, stored and committed.
+would measure itself).  Every post is a complete stream with a new ``stream_id``, so that the
+service judges, stores and commits every one (but for the configuration without a database,
+which stores nothing).
 
 Prints requests/s, p50 and p99 per configuration and the ratio to the bare endpoint with the
 same number of workers, and what a post cost in CPU: in the server's processes, in PostgreSQL's
@@ -228,7 +229,8 @@ def _process_cpu(pid: int) -> float | None:
 
 def postgres_cpu() -> dict[int, float]:
     """CPU so far of every PostgreSQL server process on this machine, by pid: the backends of
-    every connection and the background processes (WAL writer, checkpointer, ...)."""
+    every connection and the background processes (WAL writer, checkpointer, ...).  The
+    benchmark's database server is the local one; another one here would count too."""
     found = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -245,10 +247,11 @@ def postgres_cpu() -> dict[int, float]:
 
 def machine_cpu() -> tuple[float, float]:
     """CPU seconds of the whole machine so far, busy and idle (/proc/stat; idle includes
-    waiting for the disk)."""
-    user, nice, system, idle, iowait, irq, softirq, steal = map(
-        int, Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9])
-    return ((user + nice + system + irq + softirq + steal) / CLOCK_TICKS,
+    waiting for the disk).  Time a hypervisor gave to other machines (steal) is neither: this
+    machine's CPU was not idle, nor was it ours."""
+    user, nice, system, idle, iowait, irq, softirq = map(
+        int, Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8])
+    return ((user + nice + system + irq + softirq) / CLOCK_TICKS,
             (idle + iowait) / CLOCK_TICKS)
 
 
