@@ -164,10 +164,15 @@ class Scratch:
         self.created.clear()
 
 
+def service_environment(database_url: str) -> dict:
+    """The settings every benchmarked service runs with (retention off: nothing is pruned)."""
+    return {"DATABASE_URL": database_url, "INGEST_TOKENS": f"bench:{TOKEN}",
+            "RETENTION_DAYS": "0"}
+
+
 def start_service(database_url: str, workers: int, log: Path) -> Server:
     return Server([sys.executable, "-m", "service", "serve", "--workers", str(workers)],
-                  {"DATABASE_URL": database_url, "INGEST_TOKENS": f"bench:{TOKEN}",
-                   "RETENTION_DAYS": "0"}, log)
+                  service_environment(database_url), log)
 
 
 def start_bare(workers: int, log: Path) -> Server:
@@ -179,9 +184,7 @@ def start_bare(workers: int, log: Path) -> Server:
 def start_without_database(database_url: str, workers: int, log: Path) -> Server:
     # The service, served as `serve` serves it, with a store that keeps nothing.
     return Server([sys.executable, str(REPO / "bench" / "nodb_app.py"), "--workers",
-                   str(workers)],
-                  {"DATABASE_URL": database_url, "INGEST_TOKENS": f"bench:{TOKEN}",
-                   "RETENTION_DAYS": "0"}, log)
+                   str(workers)], service_environment(database_url), log)
 
 
 def committed_rows(server: Server) -> int:
