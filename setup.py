@@ -13,14 +13,16 @@ else:
     from Cython.Build import cythonize
 
     ext_modules = cythonize(
-        [Extension(
+        [
+            Extension(
                 "fastsse._scanner",
                 ["fastsse/_scanner.pyx"],
                 # the layers it cimports (fastsse/*.pxd) compile into it; Cython tracks them
                 depends=["fastsse/_simd.h"],
                 include_dirs=["fastsse"],
                 extra_compile_args=["-O3"],
-            )],
+            )
+        ],
         compiler_directives={
             "language_level": "3",
             "boundscheck": False,

@@ -37,10 +37,14 @@ CHUNK_BYTES = 64 * 1024
 
 def chat_stream(words: int) -> bytes:
     def chunk(delta: dict, finish: str | None) -> bytes:
-        event = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1,
-                 "model": "gpt-4o-2024-08-06", "system_fingerprint": "fp_bench",
-                 "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                              "finish_reason": finish}]}
+        event = {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "gpt-4o-2024-08-06",
+            "system_fingerprint": "fp_bench",
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
         return b"data: " + json.dumps(event, separators=(",", ":")).encode() + b"\n\n"
 
     body = chunk({"role": "assistant", "content": ""}, None)
@@ -61,9 +65,17 @@ class Service:
         self.url = f"http://127.0.0.1:{self.port}"
         self.process = subprocess.Popen(
             [sys.executable, "-m", "service", "serve", "--port", str(self.port)],
-            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            env={**os.environ, "DATABASE_URL": database_url, "INGEST_TOKENS": f"gw:{TOKEN}",
-                 "LOG_LEVEL": "warning", "RETENTION_DAYS": "0", **env},
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={
+                **os.environ,
+                "DATABASE_URL": database_url,
+                "INGEST_TOKENS": f"gw:{TOKEN}",
+                "LOG_LEVEL": "warning",
+                "RETENTION_DAYS": "0",
+                **env,
+            },
         )
         deadline = time.monotonic() + 60
         while True:
@@ -95,30 +107,36 @@ def huge_upload(service: Service, mib: int) -> None:
     Path(f"/proc/{service.process.pid}/clear_refs").write_text("5")  # reset the peak
     before = status_kib(service.process.pid, "VmRSS")
     started = time.perf_counter()
-    response = httpx.post(f"{service.url}/v1/streams", params={"stream_id": "huge"},
-                          content=body(), headers=INGEST, timeout=300)
+    response = httpx.post(
+        f"{service.url}/v1/streams", params={"stream_id": "huge"}, content=body(), headers=INGEST, timeout=300
+    )
     seconds = time.perf_counter() - started
     peak = status_kib(service.process.pid, "VmHWM")
     verdict = response.json()
-    print(f"  one {mib} MiB chunked upload, a single endless line: HTTP {response.status_code}, "
-          f"{verdict.get('category')} (limit: {verdict.get('limit')}), {seconds:.1f} s "
-          f"({mib / seconds:.0f} MiB/s)")
-    print(f"  server RSS before {before / 1024:.1f} MiB, peak {peak / 1024:.1f} MiB: "
-          f"growth {(peak - before) / 1024:.1f} MiB (MAX_EVENT_BYTES 8 MiB)")
+    print(
+        f"  one {mib} MiB chunked upload, a single endless line: HTTP {response.status_code}, "
+        f"{verdict.get('category')} (limit: {verdict.get('limit')}), {seconds:.1f} s "
+        f"({mib / seconds:.0f} MiB/s)"
+    )
+    print(
+        f"  server RSS before {before / 1024:.1f} MiB, peak {peak / 1024:.1f} MiB: "
+        f"growth {(peak - before) / 1024:.1f} MiB (MAX_EVENT_BYTES 8 MiB)"
+    )
 
 
 def throughput(service: Service, clients: int, posts: int, words: int) -> None:
     body = chat_stream(words)
-    batches_before = (service.metric("fastsse_db_write_batch_verdicts_sum"),
-                      service.metric("fastsse_db_write_batch_verdicts_count"))
+    batches_before = (
+        service.metric("fastsse_db_write_batch_verdicts_sum"),
+        service.metric("fastsse_db_write_batch_verdicts_count"),
+    )
 
     def gateway(worker: int) -> list[float]:
         latencies = []
         with httpx.Client(base_url=service.url, timeout=60) as http:
             for i in range(worker, posts, clients):
                 started = time.perf_counter()
-                response = http.post("/v1/streams", params={"stream_id": f"t{i}"}, content=body,
-                                     headers=INGEST)
+                response = http.post("/v1/streams", params={"stream_id": f"t{i}"}, content=body, headers=INGEST)
                 latencies.append(time.perf_counter() - started)
                 if response.status_code != 201:
                     raise SystemExit(f"HTTP {response.status_code}: {response.text}")
@@ -130,12 +148,16 @@ def throughput(service: Service, clients: int, posts: int, words: int) -> None:
     seconds = time.perf_counter() - started
     verdicts = service.metric("fastsse_db_write_batch_verdicts_sum") - batches_before[0]
     transactions = service.metric("fastsse_db_write_batch_verdicts_count") - batches_before[1]
-    print(f"  {posts} posts of {len(body) / 1000:.1f} kB from {clients} concurrent gateways: "
-          f"{posts / seconds:.0f} verdicts/s stored, latency p50 "
-          f"{latencies[len(latencies) // 2] * 1000:.1f} ms, p99 "
-          f"{latencies[int(len(latencies) * 0.99)] * 1000:.1f} ms")
-    print(f"  {verdicts:.0f} verdicts in {transactions:.0f} transactions: "
-          f"{verdicts / max(transactions, 1):.1f} verdicts per commit (group commit)")
+    print(
+        f"  {posts} posts of {len(body) / 1000:.1f} kB from {clients} concurrent gateways: "
+        f"{posts / seconds:.0f} verdicts/s stored, latency p50 "
+        f"{latencies[len(latencies) // 2] * 1000:.1f} ms, p99 "
+        f"{latencies[int(len(latencies) * 0.99)] * 1000:.1f} ms"
+    )
+    print(
+        f"  {verdicts:.0f} verdicts in {transactions:.0f} transactions: "
+        f"{verdicts / max(transactions, 1):.1f} verdicts per commit (group commit)"
+    )
 
 
 def main() -> None:

@@ -37,8 +37,9 @@ def judge_corpus(dialect: str, size_mb: float, seed: int) -> None:
 
     if fastsse.IMPLEMENTATION != "cython":
         raise SystemExit("the compiled scanner is not built: nothing to count")
-    corpus = [bench_scanner.split_chunks(stream)
-              for stream in bench_scanner.build_corpus(dialect, int(size_mb * 1e6), seed)]
+    corpus = [
+        bench_scanner.split_chunks(stream) for stream in bench_scanner.build_corpus(dialect, int(size_mb * 1e6), seed)
+    ]
     for chunks in corpus:
         scanner = fastsse.Scanner()
         for chunk in chunks:
@@ -51,11 +52,26 @@ def count(dialect: str, size_mb: float, seed: int) -> tuple[int, int]:
     """(instructions, bytes judged)."""
     with tempfile.TemporaryDirectory() as scratch:
         result = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={scratch}/callgrind.out",
-             "--collect-atstart=no", "--toggle-collect=__pyx_pw_*Scanner_*feed",
-             "--toggle-collect=__pyx_pw_*Scanner_*close", sys.executable, __file__, "--judge", dialect,
-             "--size-mb", str(size_mb), "--seed", str(seed)],
-            capture_output=True, text=True, check=False)
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={scratch}/callgrind.out",
+                "--collect-atstart=no",
+                "--toggle-collect=__pyx_pw_*Scanner_*feed",
+                "--toggle-collect=__pyx_pw_*Scanner_*close",
+                sys.executable,
+                __file__,
+                "--judge",
+                dialect,
+                "--size-mb",
+                str(size_mb),
+                "--seed",
+                str(seed),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     found = re.search(r"Collected\s*:\s*(\d+)", result.stderr)
     judged = re.search(r"^bytes=(\d+)$", result.stdout, re.M)
     if result.returncode != 0 or not found or not judged:
@@ -77,13 +93,18 @@ def main() -> None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
     import fastsse
 
-    print(f"fastsse {fastsse.__version__} from {Path(fastsse.__file__).parent}: instructions "
-          f"in Scanner.feed and close, bench_scanner's corpus ({args.size_mb:g} MB per dialect, "
-          f"seed {args.seed}, 64 KiB chunks)")
+    print(
+        f"fastsse {fastsse.__version__} from {Path(fastsse.__file__).parent}: instructions "
+        f"in Scanner.feed and close, bench_scanner's corpus ({args.size_mb:g} MB per dialect, "
+        f"seed {args.seed}, 64 KiB chunks)"
+    )
     for dialect in args.dialect or DIALECTS:
         instructions, judged = count(dialect, args.size_mb, args.seed)
-        print(f"  {dialect:<10} {instructions:>14,} instructions  {judged:>11,} bytes  "
-              f"{instructions / judged:6.2f} per byte", flush=True)
+        print(
+            f"  {dialect:<10} {instructions:>14,} instructions  {judged:>11,} bytes  "
+            f"{instructions / judged:6.2f} per byte",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -68,9 +68,11 @@ def ingest(args, scratch: Scratch, root: Path) -> None:
     script.write_text(WRK_SCRIPT)
     body = root / "chat.sse"
     body.write_bytes(complete_stream("chat", 20_000, seed=20_000))
-    print(f"1. ingest: wrk -t{args.threads} -c{args.connections} -d{args.seconds:g}s, POST of "
-          f"a complete {body.stat().st_size / 1000:.1f} kB chat stream, a new stream_id each; "
-          f"the service on PostgreSQL, {args.workers} worker(s), durable commits")
+    print(
+        f"1. ingest: wrk -t{args.threads} -c{args.connections} -d{args.seconds:g}s, POST of "
+        f"a complete {body.stat().st_size / 1000:.1f} kB chat stream, a new stream_id each; "
+        f"the service on PostgreSQL, {args.workers} worker(s), durable commits"
+    )
     print(f"\n  {'schema':<34} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7}   {'':>7}  {'errors':>6}")
     totals = {schema: [] for schema in SCHEMAS}
     for round_ in range(args.rounds):
@@ -84,11 +86,11 @@ def ingest(args, scratch: Scratch, root: Path) -> None:
             finally:
                 server.stop()
             totals[schema].append(result["rps"])
-            print_row(f"{schema}, round {round_ + 1}", result,
-                      extra=f"   {stored} stored (warm-up included)")
+            print_row(f"{schema}, round {round_ + 1}", result, extra=f"   {stored} stored (warm-up included)")
     plain, parted = (sum(totals[s]) / len(totals[s]) for s in SCHEMAS)
-    print(f"  mean: plain {plain:.0f} req/s, partitioned {parted:.0f} req/s: "
-          f"partitioned / plain = {parted / plain:.2f}")
+    print(
+        f"  mean: plain {plain:.0f} req/s, partitioned {parted:.0f} req/s: partitioned / plain = {parted / plain:.2f}"
+    )
 
 
 # bench_rates.py's rows, ending at the start of today rather than now: DAYS whole days.
@@ -105,22 +107,26 @@ def fill(url: str, schema: str, rows: int) -> float:
         for n in range(DAYS + 1):
             with engine.begin() as connection:
                 partitions.make_day(connection, today - timedelta(days=n))
-    values = {"tools": TOOLS, "protocols": PROTOCOLS, "n_pairs": len(PAIRS),
-              "categories": CATEGORIES, "n_categories": len(CATEGORIES),
-              "transient": TRANSIENT, "span": DAYS * 86400, "rows": rows,
-              "until": partitions.start_of(today)}
+    values = {
+        "tools": TOOLS,
+        "protocols": PROTOCOLS,
+        "n_pairs": len(PAIRS),
+        "categories": CATEGORIES,
+        "n_categories": len(CATEGORIES),
+        "transient": TRANSIENT,
+        "span": DAYS * 86400,
+        "rows": rows,
+        "until": partitions.start_of(today),
+    }
     step = 1_000_000
     with engine.begin() as connection:
         connection.execute(text("SET LOCAL synchronous_commit = off"))  # filling only
         for start in range(1, rows + 1, step):
-            connection.execute(text(FILL_WHOLE_DAYS), {**values, "start": start,
-                                            "stop": min(start + step - 1, rows)})
+            connection.execute(text(FILL_WHOLE_DAYS), {**values, "start": start, "stop": min(start + step - 1, rows)})
         if schema == "day partitions":
-            connection.execute(text(
-                "INSERT INTO verdict_keys SELECT gateway, stream_id FROM verdicts"))
+            connection.execute(text("INSERT INTO verdict_keys SELECT gateway, stream_id FROM verdicts"))
     with engine.connect() as connection:
-        connection.execution_options(isolation_level="AUTOCOMMIT").execute(
-            text("VACUUM ANALYZE"))
+        connection.execution_options(isolation_level="AUTOCOMMIT").execute(text("VACUUM ANALYZE"))
     engine.dispose()
     return time.perf_counter() - started
 
@@ -128,17 +134,22 @@ def fill(url: str, schema: str, rows: int) -> float:
 def size_of(url: str) -> int:
     engine = make_engine(url)
     with engine.connect() as connection:
-        size = connection.execute(text(
-            "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class AS c "
-            "WHERE c.relkind = 'r' AND c.relname ~ '^verdict(s|_keys)'")).scalar_one()
+        size = connection.execute(
+            text(
+                "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class AS c "
+                "WHERE c.relkind = 'r' AND c.relname ~ '^verdict(s|_keys)'"
+            )
+        ).scalar_one()
     engine.dispose()
     return int(size)
 
 
 def retention(args, scratch: Scratch) -> None:
     print(f"\n2. retention: one day out of {args.rows:,} verdict rows over {DAYS} days")
-    print(f"\n  {'schema':<16} {'fill s':>8} {'rows gone':>10} {'remove s':>9} {'vacuum s':>9} "
-          f"{'GiB before':>11} {'GiB after':>10}")
+    print(
+        f"\n  {'schema':<16} {'fill s':>8} {'rows gone':>10} {'remove s':>9} {'vacuum s':>9} "
+        f"{'GiB before':>11} {'GiB after':>10}"
+    )
     for schema in SCHEMAS:
         url = scratch.postgres()
         prepare(url, schema)
@@ -154,12 +165,16 @@ def retention(args, scratch: Scratch) -> None:
         # deleted keys (the dropped partition leaves nothing behind).
         started = time.perf_counter()
         with engine.connect() as connection:
-            connection.execution_options(isolation_level="AUTOCOMMIT").execute(text(
-                "VACUUM verdicts" if schema == "plain table" else "VACUUM verdict_keys"))
+            connection.execution_options(isolation_level="AUTOCOMMIT").execute(
+                text("VACUUM verdicts" if schema == "plain table" else "VACUUM verdict_keys")
+            )
         vacuum = time.perf_counter() - started
         engine.dispose()
-        print(f"  {schema:<16} {filled:8.0f} {gone:10,} {removed:9.2f} {vacuum:9.2f} "
-              f"{before / 2**30:11.2f} {size_of(url) / 2**30:10.2f}", flush=True)
+        print(
+            f"  {schema:<16} {filled:8.0f} {gone:10,} {removed:9.2f} {vacuum:9.2f} "
+            f"{before / 2**30:11.2f} {size_of(url) / 2**30:10.2f}",
+            flush=True,
+        )
         scratch.drop()  # one 10-million-row database at a time
 
 

@@ -53,8 +53,11 @@ from service.queries import (  # noqa: E402
 DAYS = 30
 # A realistic mix: a few busy (tool, protocol) pairs, two gateways, and most streams complete,
 # so a minute holds a few dozen buckets whatever its traffic.
-PAIRS = [("codex", "responses")] * 3 + [("claude-code", "anthropic")] * 3 + [
-    ("codex", "chat"), ("gemini-cli", "gemini"), ("aider", "chat"), ("cursor", "chat")]
+PAIRS = (
+    [("codex", "responses")] * 3
+    + [("claude-code", "anthropic")] * 3
+    + [("codex", "chat"), ("gemini-cli", "gemini"), ("aider", "chat"), ("cursor", "chat")]
+)
 TOOLS = [tool for tool, _ in PAIRS]
 PROTOCOLS = [protocol for _, protocol in PAIRS]
 CATEGORIES = ["complete"] * 16 + ["no_end_marker", "truncated_length"]
@@ -124,41 +127,39 @@ def timed(fn, repeat: int = 3) -> tuple[float, object]:
 def page_calls(session, span: Span, where: RollupFilter):
     """What the dashboard asks for, by panel: (name, call)."""
     since = span.since
-    chosen = VerdictFilter(tool=where.tool, protocol=where.protocol, gateway=where.gateway,
-                           since=since)
+    chosen = VerdictFilter(tool=where.tool, protocol=where.protocol, gateway=where.gateway, since=since)
     matrix = RollupFilter(gateway=where.gateway)
 
     def drawn_series():
         bucket = bucket_for(span.window)
         points = series(session, span, bucket_seconds=bucket, by="tool", where=where)
-        return charts.series_svg({"since": span.since, "until": span.until, "bucket": bucket,
-                                  "by": "tool", "points": points})
+        return charts.series_svg(
+            {"since": span.since, "until": span.until, "bucket": bucket, "by": "tool", "points": points}
+        )
 
     return [
-        ("rates by tool, protocol", lambda: silent_rates(session, span, by=("tool", "protocol"),
-                                                        where=matrix)),
+        ("rates by tool, protocol", lambda: silent_rates(session, span, by=("tool", "protocol"), where=matrix)),
         ("rates by gateway", lambda: silent_rates(session, span, by=("gateway",))),
         ("series.svg by tool", drawn_series),
         ("retries by tool", lambda: retry_outcomes(session, span, by=("tool",), where=where)),
-        ("recent retries", lambda: list_verdicts(
-            session, dataclasses.replace(chosen, retry=True), limit=8)),
-        ("recent failures", lambda: list_verdicts(
-            session, dataclasses.replace(chosen, complete=False), limit=12)),
+        ("recent retries", lambda: list_verdicts(session, dataclasses.replace(chosen, retry=True), limit=8)),
+        ("recent failures", lambda: list_verdicts(session, dataclasses.replace(chosen, complete=False), limit=12)),
     ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--admin-dsn", default="host=127.0.0.1 port=5432 dbname=postgres "
-                                                "user=postgres")
+    parser.add_argument("--admin-dsn", default="host=127.0.0.1 port=5432 dbname=postgres user=postgres")
     args = parser.parse_args()
     name = f"fastsse_bench_{uuid.uuid4().hex[:8]}"
     admin = psycopg.connect(args.admin_dsn, autocommit=True)
     admin.execute(f'CREATE DATABASE "{name}"')
     parts = dict(item.split("=", 1) for item in args.admin_dsn.split())
-    url = (f"postgresql+psycopg://{parts.get('user', 'postgres')}@{parts.get('host', '127.0.0.1')}"
-           f":{parts.get('port', '5432')}/{name}")
+    url = (
+        f"postgresql+psycopg://{parts.get('user', 'postgres')}@{parts.get('host', '127.0.0.1')}"
+        f":{parts.get('port', '5432')}/{name}"
+    )
     try:
         migrate(url)
         engine = make_engine(url)
@@ -168,34 +169,47 @@ def main() -> None:
             with engine.begin() as connection:
                 partitions.make_day(connection, today - timedelta(days=n))
         step = 1_000_000
-        values = {"tools": TOOLS, "protocols": PROTOCOLS, "n_pairs": len(PAIRS),
-                  "categories": CATEGORIES, "n_categories": len(CATEGORIES),
-                  "transient": TRANSIENT, "span": DAYS * 86400, "rows": args.rows}
+        values = {
+            "tools": TOOLS,
+            "protocols": PROTOCOLS,
+            "n_pairs": len(PAIRS),
+            "categories": CATEGORIES,
+            "n_categories": len(CATEGORIES),
+            "transient": TRANSIENT,
+            "span": DAYS * 86400,
+            "rows": args.rows,
+        }
         with engine.begin() as connection:
             connection.execute(text("SET LOCAL synchronous_commit = off"))  # filling only
             for start in range(1, args.rows + 1, step):
-                connection.execute(text(FILL), {**values, "start": start,
-                                                "stop": min(start + step - 1, args.rows)})
+                connection.execute(text(FILL), {**values, "start": start, "stop": min(start + step - 1, args.rows)})
             connection.execute(text(FIX_FLAGS), values)
             connection.execute(text(ROLLUP))
             connection.execute(text(KEYS))
         with engine.connect() as connection:
-            connection.execution_options(isolation_level="AUTOCOMMIT").execute(
-                text("VACUUM ANALYZE"))
+            connection.execution_options(isolation_level="AUTOCOMMIT").execute(text("VACUUM ANALYZE"))
             rollups = connection.execute(text("SELECT count(*) FROM verdict_rollups")).scalar()
-            size = connection.execute(text(
-                "SELECT (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class AS c "
-                "WHERE c.relkind = 'r' AND c.relname ~ '^verdict(s|_keys)'), "
-                "pg_total_relation_size('verdict_rollups')")).one()
-        print(f"filled {args.rows:,} verdict rows over {DAYS} days and {rollups:,} rollup "
-              f"buckets in {time.perf_counter() - started:.0f} s; verdicts and their keys "
-              f"{size[0] / 2**30:.2f} GiB with indexes ({size[0] / args.rows:.0f} bytes a "
-              f"row), rollups {size[1] / 2**20:.0f} MiB")
+            size = connection.execute(
+                text(
+                    "SELECT (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class AS c "
+                    "WHERE c.relkind = 'r' AND c.relname ~ '^verdict(s|_keys)'), "
+                    "pg_total_relation_size('verdict_rollups')"
+                )
+            ).one()
+        print(
+            f"filled {args.rows:,} verdict rows over {DAYS} days and {rollups:,} rollup "
+            f"buckets in {time.perf_counter() - started:.0f} s; verdicts and their keys "
+            f"{size[0] / 2**30:.2f} GiB with indexes ({size[0] / args.rows:.0f} bytes a "
+            f"row), rollups {size[1] / 2**20:.0f} MiB"
+        )
 
         session = make_sessionmaker(engine)()
         for selection in (RollupFilter(), RollupFilter(tool="codex", protocol="responses")):
-            label = ("the whole page" if selection.tool is None else
-                     f"a selected cell ({selection.tool} on {selection.protocol})")
+            label = (
+                "the whole page"
+                if selection.tool is None
+                else f"a selected cell ({selection.tool} on {selection.protocol})"
+            )
             print(f"\n  {label}: best of 3, ms")
             print(f"  {'call':<26}" + "".join(f"{w:>9}" for w, _ in WINDOWS))
             spans = [Span.of(seconds=seconds) for _, seconds in WINDOWS]
@@ -207,23 +221,25 @@ def main() -> None:
             for call in names:
                 print(f"  {call:<26}" + "".join(f"{ms:9.1f}" for ms in table[call]))
         request = args.rows // 6 // 5 * 5  # a request that has attempts (see CHAINED)
-        chain_s, chains = timed(lambda: request_attempts(session, f"r{request}",
-                                                         f"gw{request % 2}"))
-        print(f"\n  one request's attempts (/v1/requests/{{id}}): {chain_s * 1000:.1f} ms "
-              f"({sum(len(c) for c in chains.values())} attempts)")
+        chain_s, chains = timed(lambda: request_attempts(session, f"r{request}", f"gw{request % 2}"))
+        print(
+            f"\n  one request's attempts (/v1/requests/{{id}}): {chain_s * 1000:.1f} ms "
+            f"({sum(len(c) for c in chains.values())} attempts)"
+        )
 
         print("\n  rates from the rollups vs GROUP BY over the rows:")
         for label, seconds in WINDOWS[::2]:
             span = Span.of(seconds=seconds)
             rollup_s, groups = timed(lambda span=span: silent_rates(session, span, by=("tool", "protocol")))
             since = utcnow() - timedelta(seconds=seconds)
-            rows_s, raw = timed(lambda since=since: session.execute(text(FROM_ROWS), {"since": since}).all(),
-                                repeat=1)
+            rows_s, raw = timed(lambda since=since: session.execute(text(FROM_ROWS), {"since": since}).all(), repeat=1)
             total = sum(g["total"] for g in groups)
             raw_total = sum(r[3] for r in raw)
-            print(f"  window {label:>3}: rollups {rollup_s * 1000:8.1f} ms ({total:,} verdicts); "
-                  f"GROUP BY over the rows {rows_s * 1000:8.1f} ms ({raw_total:,}): "
-                  f"{rows_s / rollup_s:,.0f}x")
+            print(
+                f"  window {label:>3}: rollups {rollup_s * 1000:8.1f} ms ({total:,} verdicts); "
+                f"GROUP BY over the rows {rows_s * 1000:8.1f} ms ({raw_total:,}): "
+                f"{rows_s / rollup_s:,.0f}x"
+            )
         session.close()
         engine.dispose()
     finally:

@@ -728,8 +728,7 @@ def bench_dialect(dialect: str, streams: list[bytes], repeat: int) -> dict:
     to_loop = seconds[fastsse_feed] / seconds[bare_line_loop]
     to_count = seconds[fastsse_feed] / seconds[bare_count]
     print(
-        f"  fastsse feed takes {to_loop:.1f}x the time of the splitlines loop "
-        f"and {to_count:.0f}x that of bytes.count"
+        f"  fastsse feed takes {to_loop:.1f}x the time of the splitlines loop and {to_count:.0f}x that of bytes.count"
     )
     warm = min(warm_feed_seconds(corpus, dialect) for _ in range(repeat))
     print(
@@ -754,8 +753,9 @@ def new_model_each(streams: list[bytes]) -> list[bytes]:
     the README) are made from one stream's events and match the next streams' events of the
     same shape; a model name is not a hole, so here no event matches: their worst case."""
     return [
-        stream.replace(b'"model":"gpt-4o-2024-08-06"', b'"model":"model-%06d"' % i)
-        .replace(b'"model":"deepseek-reasoner"', b'"model":"reasoner-%06d"' % i)
+        stream.replace(b'"model":"gpt-4o-2024-08-06"', b'"model":"model-%06d"' % i).replace(
+            b'"model":"deepseek-reasoner"', b'"model":"reasoner-%06d"' % i
+        )
         for i, stream in enumerate(streams)
     ]
 
@@ -790,10 +790,7 @@ def report_targets(results: dict) -> None:
         seconds = results["chat"]["seconds"]
         speedup = seconds[openai_sdk] / seconds[fastsse_feed]
         met = "met" if speedup >= TARGET_SDK_SPEEDUP_CHAT else "NOT met"
-        print(
-            f"  chat: fastsse feed >= {TARGET_SDK_SPEEDUP_CHAT:.0f}x the openai SDK decoder: "
-            f"{speedup:.1f}x -> {met}"
-        )
+        print(f"  chat: fastsse feed >= {TARGET_SDK_SPEEDUP_CHAT:.0f}x the openai SDK decoder: {speedup:.1f}x -> {met}")
         # Where the target sits next to the fastest possible pass over the same bytes.
         count_speedup = seconds[openai_sdk] / seconds[bare_count]
         print(
@@ -822,9 +819,7 @@ def bench_memory(total_mib: int) -> None:
         f"(default limits: max_line_bytes={fastsse.DEFAULT_MAX_LINE_BYTES // 2**20} MiB)"
     )
     probe = Path(__file__).with_name("long_line_memory.py")
-    child = subprocess.run(
-        [sys.executable, str(probe), str(total_mib)], capture_output=True, text=True, check=False
-    )
+    child = subprocess.run([sys.executable, str(probe), str(total_mib)], capture_output=True, text=True, check=False)
     if child.returncode != 0:
         print(f"  the measuring subprocess failed:\n{child.stderr}")
         return

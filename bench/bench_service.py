@@ -91,7 +91,6 @@ end
 """.replace("TOKEN", TOKEN)
 
 
-
 class Server:
     """A server process on 127.0.0.1 (the service, or the bare endpoint)."""
 
@@ -101,8 +100,13 @@ class Server:
         self.log = log
         self._log = open(log, "wb")
         self.process = subprocess.Popen(
-            [*command, "--port", str(self.port)], cwd=REPO, stdout=self._log,
-            stderr=subprocess.STDOUT, env={**os.environ, **env}, start_new_session=True)
+            [*command, "--port", str(self.port)],
+            cwd=REPO,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **env},
+            start_new_session=True,
+        )
         if not wait_until_answering(f"{self.url}/healthz", self.process):
             self.stop()
             raise SystemExit(f"{command} did not start:\n{log.read_text()}")
@@ -123,17 +127,36 @@ class Server:
         self._log.close()
 
 
-def wrk(url: str, bodies: list[Path], *, seconds: float, connections: int, threads: int,
-        script: Path, tag: str) -> dict:
-    command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds:g}s", "--timeout", "10s",
-               "-s", str(script), url, "--", tag, *map(str, bodies)]
+def wrk(
+    url: str, bodies: list[Path], *, seconds: float, connections: int, threads: int, script: Path, tag: str
+) -> dict:
+    command = [
+        "wrk",
+        f"-t{threads}",
+        f"-c{connections}",
+        f"-d{seconds:g}s",
+        "--timeout",
+        "10s",
+        "-s",
+        str(script),
+        url,
+        "--",
+        tag,
+        *map(str, bodies),
+    ]
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     match = re.search(r"^RESULT (\d+) (\d+) (\d+) (\d+) (\d+) (\d+) (\d+)$", out, re.M)
     if not match:
         raise SystemExit(f"wrk printed no result:\n{out}")
     requests, micros, bad_status, socket_errors, p50, p99, _bytes = map(int, match.groups())
-    return {"requests": requests, "rps": requests / (micros / 1e6), "p50_ms": p50 / 1000,
-            "p99_ms": p99 / 1000, "non_2xx": bad_status, "socket_errors": socket_errors}
+    return {
+        "requests": requests,
+        "rps": requests / (micros / 1e6),
+        "p50_ms": p50 / 1000,
+        "p99_ms": p99 / 1000,
+        "non_2xx": bad_status,
+        "socket_errors": socket_errors,
+    }
 
 
 class Scratch:
@@ -154,8 +177,10 @@ class Scratch:
             admin.execute(f'CREATE DATABASE "{name}"')
         self.created.append(name)
         parts = dict(item.split("=", 1) for item in self.admin_dsn.split())
-        return (f"postgresql+psycopg://{parts.get('user', 'postgres')}@"
-                f"{parts.get('host', '127.0.0.1')}:{parts.get('port', '5432')}/{name}")
+        return (
+            f"postgresql+psycopg://{parts.get('user', 'postgres')}@"
+            f"{parts.get('host', '127.0.0.1')}:{parts.get('port', '5432')}/{name}"
+        )
 
     def drop(self) -> None:
         with psycopg.connect(self.admin_dsn, autocommit=True) as admin:
@@ -166,52 +191,68 @@ class Scratch:
 
 def service_environment(database_url: str) -> dict:
     """The settings every benchmarked service runs with (retention off: nothing is pruned)."""
-    return {"DATABASE_URL": database_url, "INGEST_TOKENS": f"bench:{TOKEN}",
-            "RETENTION_DAYS": "0"}
+    return {"DATABASE_URL": database_url, "INGEST_TOKENS": f"bench:{TOKEN}", "RETENTION_DAYS": "0"}
 
 
 def start_service(database_url: str, workers: int, log: Path) -> Server:
-    return Server([sys.executable, "-m", "service", "serve", "--workers", str(workers)],
-                  service_environment(database_url), log)
+    return Server(
+        [sys.executable, "-m", "service", "serve", "--workers", str(workers)], service_environment(database_url), log
+    )
 
 
 def start_bare(workers: int, log: Path) -> Server:
     # The service's own server options (event loop, HTTP parser, logging), on the bare app.
-    return Server([sys.executable, str(REPO / "bench" / "bare_app.py"), "--workers",
-                   str(workers)], {}, log)
+    return Server([sys.executable, str(REPO / "bench" / "bare_app.py"), "--workers", str(workers)], {}, log)
 
 
 def start_without_database(database_url: str, workers: int, log: Path) -> Server:
     # The service, served as `serve` serves it, with a store that keeps nothing.
-    return Server([sys.executable, str(REPO / "bench" / "nodb_app.py"), "--workers",
-                   str(workers)], service_environment(database_url), log)
+    return Server(
+        [sys.executable, str(REPO / "bench" / "nodb_app.py"), "--workers", str(workers)],
+        service_environment(database_url),
+        log,
+    )
 
 
 def committed_rows(server: Server) -> int:
     text = httpx.get(f"{server.url}/metrics").text
-    return int(sum(float(v) for v in re.findall(r"^fastsse_streams_total\{[^}]*\} (\S+)$",
-                                                 text, re.M)))
+    return int(sum(float(v) for v in re.findall(r"^fastsse_streams_total\{[^}]*\} (\S+)$", text, re.M)))
 
 
 def run_load(server: Server, bodies: list[Path], args, script: Path, tag: str) -> dict:
     """wrk's figures, and the CPU each post cost: the server's processes, PostgreSQL's, wrk
     itself, and the whole machine (they all share its cores)."""
-    wrk(server.url, bodies, seconds=args.warmup, connections=args.connections,
-        threads=args.threads, script=script, tag=tag + "w")
+    wrk(
+        server.url,
+        bodies,
+        seconds=args.warmup,
+        connections=args.connections,
+        threads=args.threads,
+        script=script,
+        tag=tag + "w",
+    )
     served = [server.process.pid, *server.worker_pids()]
     served_before, postgres_before = cpu_seconds(served), postgres_cpu()
     wrk_before, machine_before = waited_children_cpu(), machine_cpu()
-    result = wrk(server.url, bodies, seconds=args.seconds, connections=args.connections,
-                 threads=args.threads, script=script, tag=tag)
+    result = wrk(
+        server.url,
+        bodies,
+        seconds=args.seconds,
+        connections=args.connections,
+        threads=args.threads,
+        script=script,
+        tag=tag,
+    )
     postgres_after = postgres_cpu()
     (busy_after, idle_after), (busy_before, idle_before) = machine_cpu(), machine_before
     busy, idle = busy_after - busy_before, idle_after - idle_before
-    spent = {"service": cpu_seconds(served) - served_before,
-             # a backend that connected during the run counts in full
-             "postgres": sum(seconds - postgres_before.get(pid, 0.0)
-                             for pid, seconds in postgres_after.items()),
-             "wrk": waited_children_cpu() - wrk_before,
-             "machine": busy}
+    spent = {
+        "service": cpu_seconds(served) - served_before,
+        # a backend that connected during the run counts in full
+        "postgres": sum(seconds - postgres_before.get(pid, 0.0) for pid, seconds in postgres_after.items()),
+        "wrk": waited_children_cpu() - wrk_before,
+        "machine": busy,
+    }
     result["cpu_us"] = {name: value / result["requests"] * 1e6 for name, value in spent.items()}
     result["idle"] = idle / (busy + idle)
     return result
@@ -253,9 +294,9 @@ def machine_cpu() -> tuple[float, float]:
     waiting for the disk).  Time a hypervisor gave to other machines (steal) is neither: this
     machine's CPU was not idle, nor was it ours."""
     user, nice, system, idle, iowait, irq, softirq = map(
-        int, Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8])
-    return ((user + nice + system + irq + softirq) / CLOCK_TICKS,
-            (idle + iowait) / CLOCK_TICKS)
+        int, Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]
+    )
+    return ((user + nice + system + irq + softirq) / CLOCK_TICKS, (idle + iowait) / CLOCK_TICKS)
 
 
 def waited_children_cpu() -> float:
@@ -266,17 +307,25 @@ def waited_children_cpu() -> float:
 
 def cpu_text(result: dict, postgres: bool) -> str:
     cpu = result["cpu_us"]
-    parts = [f"{name} {cpu[name]:.0f}" for name in ("service", "postgres", "wrk", "machine")
-             if postgres or name != "postgres"]
-    return (f"   CPU µs a post: {', '.join(parts)} (machine idle {result['idle']:.0%}; "
-            f"all busy: {CORES * 1e6 / cpu['machine']:,.0f}/s)")
+    parts = [
+        f"{name} {cpu[name]:.0f}"
+        for name in ("service", "postgres", "wrk", "machine")
+        if postgres or name != "postgres"
+    ]
+    return (
+        f"   CPU µs a post: {', '.join(parts)} (machine idle {result['idle']:.0%}; "
+        f"all busy: {CORES * 1e6 / cpu['machine']:,.0f}/s)"
+    )
 
 
 def print_row(name: str, result: dict, bare: dict | None = None, extra: str = "") -> None:
     ratio = f"{result['rps'] / bare['rps'] * 100:5.0f} %" if bare else "      "
     errors = result["non_2xx"] + result["socket_errors"]
-    print(f"  {name:<34} {result['rps']:8.0f} {result['p50_ms']:7.1f} {result['p99_ms']:7.1f}"
-          f"   {ratio}  {errors:>6}{extra}", flush=True)
+    print(
+        f"  {name:<34} {result['rps']:8.0f} {result['p50_ms']:7.1f} {result['p99_ms']:7.1f}"
+        f"   {ratio}  {errors:>6}{extra}",
+        flush=True,
+    )
 
 
 # --------------------------------------------------------------------------- the profile
@@ -293,18 +342,23 @@ PROFILE_GROUPS = (
     ("database driver (psycopg, sqlite3)", ("psycopg/", "psycopg_pool/", "sqlite3/")),
     ("SQLAlchemy", ("sqlalchemy/",)),
     ("writer (batching, JSON, answers)", ("service/writer.py",)),
-    ("parameters and credentials", ("service/ingest.py:parse_query", "service/ingest.py:parse",
-                                    "service/auth.py", "service/api/deps.py")),
+    (
+        "parameters and credentials",
+        ("service/ingest.py:parse_query", "service/ingest.py:parse", "service/auth.py", "service/api/deps.py"),
+    ),
     ("response building (verdict JSON)", ("service/api/schemas.py",)),
     ("the ingest route, the rest", ("service/",)),
     # the HTTP stack: the bare endpoint runs all of these too
     ("stack: HTTP protocol (uvicorn, httptools)", ("uvicorn/protocols/", "httptools/", "h11/")),
-    ("stack: FastAPI dependencies and validation", ("fastapi/dependencies/", "pydantic/",
-                                                    "pydantic_core/", "fastapi/_compat")),
+    (
+        "stack: FastAPI dependencies and validation",
+        ("fastapi/dependencies/", "pydantic/", "pydantic_core/", "fastapi/_compat"),
+    ),
     ("stack: routing, middleware, responses (Starlette, FastAPI)", ("starlette/", "fastapi/")),
-    ("stack: event loop and tasks (asyncio, uvloop)", ("asyncio/", "uvloop/", "anyio/",
-                                                       "contextlib.py", "concurrent/",
-                                                       "threading.py", "queue.py")),
+    (
+        "stack: event loop and tasks (asyncio, uvloop)",
+        ("asyncio/", "uvloop/", "anyio/", "contextlib.py", "concurrent/", "threading.py", "queue.py"),
+    ),
 )
 
 
@@ -318,8 +372,7 @@ def classify(frames: list[str]) -> str:
         function = function.rsplit(".", 1)[-1]  # py-spy names methods Class.method
         key = f"{path.replace(chr(92), '/')}:{function}"
         if path.endswith("service/judging.py") and function == "feed":
-            key = "judging.py:feed:" + ("digest" if "digest" in _source_line(path, int(line))
-                                        else "scan")
+            key = "judging.py:feed:" + ("digest" if "digest" in _source_line(path, int(line)) else "scan")
         elif path.endswith("service/judging.py") and function == "close":
             key = "judging.py:close"
         for group, needles in PROFILE_GROUPS:
@@ -341,12 +394,36 @@ def profile(server: Server, bodies: list[Path], args, script: Path, scratch: Pat
     pid = server.worker_pids()[0]
     out = scratch / "profile.txt"
     recorder = subprocess.Popen(
-        [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "250", "--nonblocking",
-         "--gil", "--threads", "--duration", str(int(args.seconds)), "--output", str(out)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        [
+            spy,
+            "record",
+            "--pid",
+            str(pid),
+            "--format",
+            "raw",
+            "--rate",
+            "250",
+            "--nonblocking",
+            "--gil",
+            "--threads",
+            "--duration",
+            str(int(args.seconds)),
+            "--output",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     time.sleep(0.5)
-    result = wrk(server.url, bodies, seconds=args.seconds, connections=args.connections,
-                 threads=args.threads, script=script, tag="profile")
+    result = wrk(
+        server.url,
+        bodies,
+        seconds=args.seconds,
+        connections=args.connections,
+        threads=args.threads,
+        script=script,
+        tag="profile",
+    )
     _, errors = recorder.communicate(timeout=60)
     if recorder.returncode != 0 or not out.exists():
         print(f"  (py-spy failed: {errors.decode(errors='replace').strip()[:300]})")
@@ -361,8 +438,10 @@ def profile(server: Server, bodies: list[Path], args, script: Path, scratch: Pat
             threads += int(count)
         groups[classify(stack.split(";"))] += int(count)
     total = sum(groups.values()) or 1
-    print(f"  {result['rps']:.0f} req/s while sampled; {total} samples holding the interpreter "
-          f"lock; {threads / total * 100:.0f} % of them outside the event loop's thread")
+    print(
+        f"  {result['rps']:.0f} req/s while sampled; {total} samples holding the interpreter "
+        f"lock; {threads / total * 100:.0f} % of them outside the event loop's thread"
+    )
     for group, count in groups.most_common():
         print(f"  {count / total * 100:5.1f} %  {group}")
 
@@ -382,9 +461,11 @@ CONFIGS = {
 
 # (what, a configuration with 2 workers, one with 1).  The last line bounds the second: the
 # service on PostgreSQL does all that the service without a database does, and more.
-SCALING = (("sqlite: 2 workers / 1 worker", "sqlite2", "sqlite1"),
-           ("pg: 2 workers / 1 worker", "pg2", "pg1"),
-           ("no database, 2 workers / pg, 1 worker (the most pg's could be)", "nodb2", "pg1"))
+SCALING = (
+    ("sqlite: 2 workers / 1 worker", "sqlite2", "sqlite1"),
+    ("pg: 2 workers / 1 worker", "pg2", "pg1"),
+    ("no database, 2 workers / pg, 1 worker (the most pg's could be)", "nodb2", "pg1"),
+)
 
 
 def print_scaling(results: dict) -> None:
@@ -402,17 +483,14 @@ def print_medians(rounds: list[dict]) -> None:
         if not runs:
             continue
         line = f"  {name:<34} {statistics.median(r[key]['rps'] for r in runs):8.0f}"
-        ratios = [r[key]["rps"] / r[f"bare{workers}"]["rps"] for r in runs
-                  if backend and f"bare{workers}" in r]
+        ratios = [r[key]["rps"] / r[f"bare{workers}"]["rps"] for r in runs if backend and f"bare{workers}" in r]
         if ratios:
-            line += (f"   {statistics.median(ratios):.0%} of bare "
-                     f"(rounds: {', '.join(f'{x:.0%}' for x in ratios)})")
+            line += f"   {statistics.median(ratios):.0%} of bare (rounds: {', '.join(f'{x:.0%}' for x in ratios)})"
         print(line)
     for what, two, one in SCALING:
         scaling = [r[two]["rps"] / r[one]["rps"] for r in rounds if two in r and one in r]
         if scaling:
-            print(f"  {what} = {statistics.median(scaling):.2f}x "
-                  f"(rounds: {', '.join(f'{x:.2f}' for x in scaling)})")
+            print(f"  {what} = {statistics.median(scaling):.2f}x (rounds: {', '.join(f'{x:.2f}' for x in scaling)})")
 
 
 def print_bounds(rounds: list[dict]) -> None:
@@ -421,16 +499,16 @@ def print_bounds(rounds: list[dict]) -> None:
     70 % of the bare endpoint with 2 workers."""
     lines = []
     for backend in ("sqlite", "pg"):
-        runs = [r for r in rounds if all(k in r for k in (f"{backend}1", f"{backend}2",
-                                                          "bare2"))]
+        runs = [r for r in rounds if all(k in r for k in (f"{backend}1", f"{backend}2", "bare2"))]
         if not runs:
             continue
-        bound = statistics.median(CORES * 1e6 / r[f"{backend}2"]["cpu_us"]["machine"]
-                                  for r in runs)
+        bound = statistics.median(CORES * 1e6 / r[f"{backend}2"]["cpu_us"]["machine"] for r in runs)
         scaled = statistics.median(1.5 * r[f"{backend}1"]["rps"] for r in runs)
         of_bare = statistics.median(0.7 * r["bare2"]["rps"] for r in runs)
-        lines.append(f"  {backend}: {bound:,.0f}/s at most, against 1.5x one worker "
-                     f"{scaled:,.0f}/s and 70 % of the bare endpoint {of_bare:,.0f}/s")
+        lines.append(
+            f"  {backend}: {bound:,.0f}/s at most, against 1.5x one worker "
+            f"{scaled:,.0f}/s and 70 % of the bare endpoint {of_bare:,.0f}/s"
+        )
     if lines:
         print("\n  2 workers, every core busy at the CPU a post cost them (medians):")
         print("\n".join(lines))
@@ -445,9 +523,13 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=20_000, help="bytes per stream (main table)")
     parser.add_argument("--quick", action="store_true", help="5 s runs, main table only")
     parser.add_argument("--only", choices=sorted(CONFIGS), action="append")
-    parser.add_argument("--rounds", type=int, default=1,
-                        help="run the main table's configurations this many times in turn, "
-                             "and print the medians: the machine's speed drifts between runs")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run the main table's configurations this many times in turn, "
+        "and print the medians: the machine's speed drifts between runs",
+    )
     parser.add_argument("--no-sizes", action="store_true")
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--admin-dsn", default=ADMIN_DSN)
@@ -472,14 +554,17 @@ def main() -> None:
         import fastsse
         from service.__main__ import server_stack
 
-        print(f"fastsse {fastsse.__version__} ({fastsse.IMPLEMENTATION} scanner), "
-              f"{os.cpu_count()} CPUs, server stack: {server_stack()}")
-        print(f"load: wrk -t{args.threads} -c{args.connections} -d{args.seconds:g}s "
-              f"(after {args.warmup:g} s of warm-up), POST of a complete "
-              f"{main_body[0].stat().st_size / 1000:.1f} kB chat stream, a new stream_id each;"
-              " durable commits (PostgreSQL synchronous_commit=on, SQLite synchronous=FULL)")
-        print(f"\n  {'configuration':<34} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7}   "
-              f"{'of bare':>7}  {'errors':>6}")
+        print(
+            f"fastsse {fastsse.__version__} ({fastsse.IMPLEMENTATION} scanner), "
+            f"{os.cpu_count()} CPUs, server stack: {server_stack()}"
+        )
+        print(
+            f"load: wrk -t{args.threads} -c{args.connections} -d{args.seconds:g}s "
+            f"(after {args.warmup:g} s of warm-up), POST of a complete "
+            f"{main_body[0].stat().st_size / 1000:.1f} kB chat stream, a new stream_id each;"
+            " durable commits (PostgreSQL synchronous_commit=on, SQLite synchronous=FULL)"
+        )
+        print(f"\n  {'configuration':<34} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7}   {'of bare':>7}  {'errors':>6}")
         rounds: list[dict] = []
         try:
             for _ in range(args.rounds):
@@ -498,27 +583,22 @@ def main() -> None:
                         server = start_service(url, workers, log)
                     try:
                         result = run_load(server, main_body, args, script, key)
-                        stored = (committed_rows(server) if backend in ("sqlite", "postgres")
-                                  else None)
+                        stored = committed_rows(server) if backend in ("sqlite", "postgres") else None
                     finally:
                         server.stop()
                     results[key] = result
                     bare = results.get(f"bare{workers}") if backend else None
                     extra = "" if stored is None else f"   {stored} stored (warm-up included)"
-                    print_row(name, result, bare,
-                              extra + cpu_text(result, postgres=backend == "postgres"))
+                    print_row(name, result, bare, extra + cpu_text(result, postgres=backend == "postgres"))
                 print_scaling(results)
             if len(rounds) > 1:
                 print_medians(rounds)
             print_bounds(rounds)
 
             if not args.no_sizes:
-                print("\n  by stream size, service on PostgreSQL, 2 workers "
-                      "(MB = 10^6 bytes of posted streams)")
-                print(f"  {'streams':<34} {'streams/s':>9} {'MB/s':>7} {'p50 ms':>7} "
-                      f"{'p99 ms':>7}  {'errors':>6}")
-                loads = [(f"chat, {size // 1000} kB", [bodies["chat", size]])
-                         for size in (2_000, 20_000, 200_000)]
+                print("\n  by stream size, service on PostgreSQL, 2 workers (MB = 10^6 bytes of posted streams)")
+                print(f"  {'streams':<34} {'streams/s':>9} {'MB/s':>7} {'p50 ms':>7} {'p99 ms':>7}  {'errors':>6}")
+                loads = [(f"chat, {size // 1000} kB", [bodies["chat", size]]) for size in (2_000, 20_000, 200_000)]
                 loads.append(("4 dialects in turn, 20 kB", [bodies[d, 20_000] for d in DIALECTS]))
                 for name, paths in loads:
                     server = start_service(scratch.postgres(), 2, root / "sizes.log")
@@ -528,9 +608,11 @@ def main() -> None:
                         server.stop()
                     mean = sum(p.stat().st_size for p in paths) / len(paths)
                     errors = result["non_2xx"] + result["socket_errors"]
-                    print(f"  {name:<34} {result['rps']:9.0f} {result['rps'] * mean / 1e6:7.1f} "
-                          f"{result['p50_ms']:7.1f} {result['p99_ms']:7.1f}  {errors:>6}",
-                          flush=True)
+                    print(
+                        f"  {name:<34} {result['rps']:9.0f} {result['rps'] * mean / 1e6:7.1f} "
+                        f"{result['p50_ms']:7.1f} {result['p99_ms']:7.1f}  {errors:>6}",
+                        flush=True,
+                    )
 
             if not args.no_profile:
                 print("\n  where the service's CPU goes: PostgreSQL, 1 worker, the same load")

@@ -42,8 +42,12 @@ from loadtests.localhost import free_port  # noqa: E402
 
 TOKEN = "bench-tap-secret"
 READ_TOKEN = "bench-tap-read"
-BODY = {"model": "mock-model", "stream": True, "stream_options": {"include_usage": True},
-        "messages": [{"role": "user", "content": "hello"}]}
+BODY = {
+    "model": "mock-model",
+    "stream": True,
+    "stream_options": {"include_usage": True},
+    "messages": [{"role": "user", "content": "hello"}],
+}
 
 WRK_SCRIPT = """
 wrk.method = "POST"
@@ -53,11 +57,11 @@ wrk.body = [[%s]]
 """
 
 
-
 def start(command: list[str], log: Path, ready: str, env: dict | None = None):
     out = open(log, "wb")
-    process = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
-                               env={**os.environ, **(env or {})})
+    process = subprocess.Popen(
+        command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+    )
     deadline = time.monotonic() + 60
     while ready not in log.read_text(errors="replace"):
         if process.poll() is not None or time.monotonic() > deadline:
@@ -68,9 +72,27 @@ def start(command: list[str], log: Path, ready: str, env: dict | None = None):
 
 def curl_times(url: str, agent: str) -> tuple[float, float]:
     out = subprocess.run(
-        ["curl", "-sS", "-o", "/dev/null", "-N", "-A", agent, "-H", "content-type: application/json",
-         "--data-binary", json.dumps(BODY), "-w", "%{time_starttransfer} %{time_total}", url],
-        capture_output=True, text=True, check=True, timeout=60).stdout
+        [
+            "curl",
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-N",
+            "-A",
+            agent,
+            "-H",
+            "content-type: application/json",
+            "--data-binary",
+            json.dumps(BODY),
+            "-w",
+            "%{time_starttransfer} %{time_total}",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
     first, total = (float(x) * 1000 for x in out.split())
     return first, total
 
@@ -81,23 +103,45 @@ def p99(values: list[float]) -> float:
 
 
 def wrk(url: str, connections: int, seconds: int, script: Path) -> dict:
-    out = subprocess.run(["wrk", "-t", str(min(2, connections)), "-c", str(connections), "-d", f"{seconds}s",
-                          "--latency", "-s", str(script), url],
-                         capture_output=True, text=True, check=True, timeout=seconds + 60).stdout
+    out = subprocess.run(
+        [
+            "wrk",
+            "-t",
+            str(min(2, connections)),
+            "-c",
+            str(connections),
+            "-d",
+            f"{seconds}s",
+            "--latency",
+            "-s",
+            str(script),
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=seconds + 60,
+    ).stdout
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out)[1])
     total = int(re.search(r"(\d+) requests in", out)[1])
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     latency = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+\w+)", out, re.M))
-    return {"rate": rate, "requests": total, "non2xx": int(errors[1]) if errors else 0,
-            "p50": latency.get("50"), "p99": latency.get("99")}
+    return {
+        "rate": rate,
+        "requests": total,
+        "non2xx": int(errors[1]) if errors else 0,
+        "p50": latency.get("50"),
+        "p99": latency.get("99"),
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--requests", type=int, help="latency samples per path")
-    parser.add_argument("--sentences", type=int, default=40,
-                        help="the answer's length (40: about 1,300 events, 200 KB in chat)")
+    parser.add_argument(
+        "--sentences", type=int, default=40, help="the answer's length (40: about 1,300 events, 200 KB in chat)"
+    )
     args = parser.parse_args()
     samples = args.requests or (100 if args.quick else 400)
     seconds = 5 if args.quick else 15
@@ -110,25 +154,60 @@ def main() -> int:
     python = sys.executable
     processes = []
     try:
-        processes.append(start([python, "-m", "loadtests.mock_provider", "--port", str(mock_port),
-                                "--sentences", str(args.sentences), "--log", os.devnull],
-                               scratch / "mock.log", "mock provider on"))
-        processes.append(start([python, "-m", "service", "serve", "--port", str(service_port)],
-                               scratch / "service.log", "Uvicorn running",
-                               {"DATABASE_URL": f"sqlite:///{scratch / 'verdicts.sqlite3'}",
-                                "INGEST_TOKENS": f"bench:{TOKEN}",
-                                "READ_TOKENS": f"reader:{READ_TOKEN}"}))
-        processes.append(start([python, "-m", "service", "tap", "--listen",
-                                f"127.0.0.1:{tap_port}", "--upstream",
-                                f"http://127.0.0.1:{mock_port}", "--ingest",
-                                f"http://127.0.0.1:{service_port}"],
-                               scratch / "tap.log", "Uvicorn running",
-                               {"TAP_INGEST_TOKEN": TOKEN, "TAP_SPOOL_DIR": str(scratch / "spool")}))
+        processes.append(
+            start(
+                [
+                    python,
+                    "-m",
+                    "loadtests.mock_provider",
+                    "--port",
+                    str(mock_port),
+                    "--sentences",
+                    str(args.sentences),
+                    "--log",
+                    os.devnull,
+                ],
+                scratch / "mock.log",
+                "mock provider on",
+            )
+        )
+        processes.append(
+            start(
+                [python, "-m", "service", "serve", "--port", str(service_port)],
+                scratch / "service.log",
+                "Uvicorn running",
+                {
+                    "DATABASE_URL": f"sqlite:///{scratch / 'verdicts.sqlite3'}",
+                    "INGEST_TOKENS": f"bench:{TOKEN}",
+                    "READ_TOKENS": f"reader:{READ_TOKEN}",
+                },
+            )
+        )
+        processes.append(
+            start(
+                [
+                    python,
+                    "-m",
+                    "service",
+                    "tap",
+                    "--listen",
+                    f"127.0.0.1:{tap_port}",
+                    "--upstream",
+                    f"http://127.0.0.1:{mock_port}",
+                    "--ingest",
+                    f"http://127.0.0.1:{service_port}",
+                ],
+                scratch / "tap.log",
+                "Uvicorn running",
+                {"TAP_INGEST_TOKEN": TOKEN, "TAP_SPOOL_DIR": str(scratch / "spool")},
+            )
+        )
         direct = f"http://127.0.0.1:{mock_port}/v1/chat/completions"
         tapped = f"http://127.0.0.1:{tap_port}/v1/chat/completions"
         size = len(httpx.post(direct, json=BODY).content)
-        print(f"one streamed chat answer: {size} bytes; {samples} requests per path, "
-              f"alternating, one at a time (curl)\n")
+        print(
+            f"one streamed chat answer: {size} bytes; {samples} requests per path, alternating, one at a time (curl)\n"
+        )
         for _ in range(10):  # warm both paths (connections, caches)
             curl_times(direct, "bench-warm/1"), curl_times(tapped, "bench-warm/1")
         times = {"direct": [], "tap": []}
@@ -140,10 +219,11 @@ def main() -> int:
         for path, pairs in times.items():
             first, total = [p[0] for p in pairs], [p[1] for p in pairs]
             medians[path] = (statistics.median(first), statistics.median(total))
-            print(f"{path:8} {medians[path][0]:15.2f} {p99(first):8.2f} "
-                  f"{medians[path][1]:11.2f} {p99(total):8.2f}")
-        print(f"{'added':8} {medians['tap'][0] - medians['direct'][0]:15.2f} {'':8} "
-              f"{medians['tap'][1] - medians['direct'][1]:11.2f}\n")
+            print(f"{path:8} {medians[path][0]:15.2f} {p99(first):8.2f} {medians[path][1]:11.2f} {p99(total):8.2f}")
+        print(
+            f"{'added':8} {medians['tap'][0] - medians['direct'][0]:15.2f} {'':8} "
+            f"{medians['tap'][1] - medians['direct'][1]:11.2f}\n"
+        )
 
         script = scratch / "post.lua"
         script.write_text(WRK_SCRIPT % json.dumps(BODY))
@@ -154,22 +234,27 @@ def main() -> int:
             for path, url in (("direct", direct), ("tap", tapped)):
                 result = wrk(url, connections, seconds, script)
                 posted += result["requests"] if path == "tap" else 0
-                print(f"{path:8} {connections:11} {result['rate']:9.0f} {result['p50']:>9} "
-                      f"{result['p99']:>9} {result['non2xx']:8}")
+                print(
+                    f"{path:8} {connections:11} {result['rate']:9.0f} {result['p50']:>9} "
+                    f"{result['p99']:>9} {result['non2xx']:8}"
+                )
 
         expected = samples + posted
         stored, deadline = 0, time.monotonic() + 120
         while time.monotonic() < deadline:
-            answer = httpx.get(f"http://127.0.0.1:{service_port}/v1/rates",
-                               params={"window": "1h", "by": "tool"},
-                               headers={"authorization": f"Bearer {READ_TOKEN}"}).json()
-            stored = sum(g["total"] for g in answer["groups"]
-                         if g["tool"] in ("bench-curl", "bench-wrk"))
+            answer = httpx.get(
+                f"http://127.0.0.1:{service_port}/v1/rates",
+                params={"window": "1h", "by": "tool"},
+                headers={"authorization": f"Bearer {READ_TOKEN}"},
+            ).json()
+            stored = sum(g["total"] for g in answer["groups"] if g["tool"] in ("bench-curl", "bench-wrk"))
             if stored >= expected:
                 break
             time.sleep(0.5)
-        print(f"\nverdicts stored for the tapped requests: {stored}; requests made: at least "
-              f"{expected} (wrk does not count those still open when it stops)")
+        print(
+            f"\nverdicts stored for the tapped requests: {stored}; requests made: at least "
+            f"{expected} (wrk does not count those still open when it stops)"
+        )
     finally:
         for process in reversed(processes):
             process.terminate()

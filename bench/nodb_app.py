@@ -26,8 +26,7 @@ class MemoryStore(writer._Store):
         self._ids = itertools.count(1)
 
     async def insert(self, rows: list[dict]) -> dict[tuple[str, str], tuple]:
-        return {(row["gateway"], row["stream_id"]): (next(self._ids), None, None)
-                for row in rows}
+        return {(row["gateway"], row["stream_id"]): (next(self._ids), None, None) for row in rows}
 
 
 def served_app() -> app.Service:

@@ -25,5 +25,4 @@ def serve(app: str, *, factory: bool = False, migrate: bool = False) -> None:
     settings = get_settings()
     if migrate:
         migrate_database(settings.database_url)
-    run_server(app, factory=factory, host="127.0.0.1", port=args.port, workers=args.workers,
-               settings=settings)
+    run_server(app, factory=factory, host="127.0.0.1", port=args.port, workers=args.workers, settings=settings)

@@ -320,51 +320,107 @@ CHAT_FINISH_REASONS = {
 # (provider or server, the finish reasons it sends in a streamed chat completion, the source
 # that says so).  The README shows this table; tests hold every value to CHAT_FINISH_REASONS.
 CHAT_PROVIDERS = (
-    ("OpenAI", ("stop", "length", "tool_calls", "content_filter", "function_call"),
-     "openai/openai-python `src/openai/types/chat/chat_completion_chunk.py`"),
-    ("Azure OpenAI", ("stop", "length", "tool_calls", "content_filter", "function_call"),
-     "the Azure OpenAI inference spec, as generated in SAP/ai-sdk-js "
-     "`packages/foundation-models/src/azure-openai/client/inference/schema/`; "
-     "learn.microsoft.com Azure OpenAI content streaming"),
-    ("Mistral", ("stop", "length", "model_length", "error", "tool_calls", "eos_token"),
-     "mistralai/client-python `src/mistralai/models/chatcompletionchoice.py` "
-     "(`eos_token`: the v0 client's `models/chat_completion.py`)"),
-    ("DeepSeek", ("stop", "length", "content_filter", "tool_calls", "insufficient_system_resource"),
-     "api-docs.deepseek.com/api/create-chat-completion"),
-    ("Groq", ("stop", "length", "tool_calls", "content_filter", "function_call"),
-     "groq/groq-python `src/groq/types/chat/chat_completion_chunk.py`"),
-    ("OpenRouter", ("stop", "length", "tool_calls", "content_filter", "error"),
-     "openrouter.ai/docs/api-reference/streaming; OpenRouterTeam/typescript-sdk "
-     "`src/models/chatfinishreasonenum.ts`; `native_finish_reason` carries the upstream's value"),
-    ("Together", ("stop", "eos", "length", "tool_calls", "function_call"),
-     "togethercomputer/together-py `src/together/types/chat/chat_completion_chunk.py`"),
-    ("Fireworks", ("stop", "length", "function_call", "tool_calls"),
-     "fw-ai-external/python-sdk `src/fireworks/types/chat/chat_completion_chunk.py`"),
-    ("xAI", ("stop", "length", "tool_calls"),
-     "`stop` in captured streams (charmbracelet/fantasy `providertests/testdata/TestXAICommon/`); "
-     "xAI documents no other REST values, `length` and `tool_calls` as OpenAI's"),
-    ("vLLM", ("stop", "length", "abort", "tool_calls", "repetition"),
-     "vllm-project/vllm `vllm/v1/engine/__init__.py` (`FINISH_REASON_STRINGS`), "
-     "`vllm/entrypoints/openai/serving_chat.py` (`tool_calls`); its `error` is sent as an "
-     "error event instead (PR #26813)"),
-    ("SGLang", ("stop", "length", "tool_calls", "content_filter", "function_call", "abort"),
-     "sgl-project/sglang `python/sglang/srt/entrypoints/openai/protocol.py`"),
-    ("TGI", ("stop", "length", "eos_token", "stop_sequence"),
-     "huggingface/text-generation-inference `router/src/lib.rs` (`FinishReason`); `eos_token` "
-     "became `stop` in PR #2344 (2024-08); non-final chunks may carry `\"\"`, read as null"),
-    ("Ollama", ("stop", "length", "tool_calls", "connection_closed"),
-     "ollama/ollama `openai/openai.go` (`ToChunk`), `llm` `DoneReason`; a closed runner sends "
-     "`connection_closed` or, in other versions, no finish reason at all"),
-    ("LM Studio", ("stop", "length", "tool_calls"),
-     "lmstudio-ai/docs `1_developer/3_openai-compat/tools.md` (`tool_calls`); `stop` and "
-     "`length` as the llama.cpp engine it runs"),
-    ("llama.cpp server", ("stop", "length", "tool_calls"),
-     "ggml-org/llama.cpp `tools/server/server-task.cpp` (`to_json_oaicompat_chat`)"),
-    ("LiteLLM proxy", ("stop", "length", "tool_calls", "content_filter", "function_call",
-                       "guardrail_intervened", "eos", "finish_reason_unspecified",
-                       "malformed_function_call"),
-     "BerriAI/litellm `litellm/litellm_core_utils/core_helpers.py` (`map_finish_reason`); the "
-     "last four passed through before PR #22138 (2026-02)"),
+    (
+        "OpenAI",
+        ("stop", "length", "tool_calls", "content_filter", "function_call"),
+        "openai/openai-python `src/openai/types/chat/chat_completion_chunk.py`",
+    ),
+    (
+        "Azure OpenAI",
+        ("stop", "length", "tool_calls", "content_filter", "function_call"),
+        "the Azure OpenAI inference spec, as generated in SAP/ai-sdk-js "
+        "`packages/foundation-models/src/azure-openai/client/inference/schema/`; "
+        "learn.microsoft.com Azure OpenAI content streaming",
+    ),
+    (
+        "Mistral",
+        ("stop", "length", "model_length", "error", "tool_calls", "eos_token"),
+        "mistralai/client-python `src/mistralai/models/chatcompletionchoice.py` "
+        "(`eos_token`: the v0 client's `models/chat_completion.py`)",
+    ),
+    (
+        "DeepSeek",
+        ("stop", "length", "content_filter", "tool_calls", "insufficient_system_resource"),
+        "api-docs.deepseek.com/api/create-chat-completion",
+    ),
+    (
+        "Groq",
+        ("stop", "length", "tool_calls", "content_filter", "function_call"),
+        "groq/groq-python `src/groq/types/chat/chat_completion_chunk.py`",
+    ),
+    (
+        "OpenRouter",
+        ("stop", "length", "tool_calls", "content_filter", "error"),
+        "openrouter.ai/docs/api-reference/streaming; OpenRouterTeam/typescript-sdk "
+        "`src/models/chatfinishreasonenum.ts`; `native_finish_reason` carries the upstream's value",
+    ),
+    (
+        "Together",
+        ("stop", "eos", "length", "tool_calls", "function_call"),
+        "togethercomputer/together-py `src/together/types/chat/chat_completion_chunk.py`",
+    ),
+    (
+        "Fireworks",
+        ("stop", "length", "function_call", "tool_calls"),
+        "fw-ai-external/python-sdk `src/fireworks/types/chat/chat_completion_chunk.py`",
+    ),
+    (
+        "xAI",
+        ("stop", "length", "tool_calls"),
+        "`stop` in captured streams (charmbracelet/fantasy `providertests/testdata/TestXAICommon/`); "
+        "xAI documents no other REST values, `length` and `tool_calls` as OpenAI's",
+    ),
+    (
+        "vLLM",
+        ("stop", "length", "abort", "tool_calls", "repetition"),
+        "vllm-project/vllm `vllm/v1/engine/__init__.py` (`FINISH_REASON_STRINGS`), "
+        "`vllm/entrypoints/openai/serving_chat.py` (`tool_calls`); its `error` is sent as an "
+        "error event instead (PR #26813)",
+    ),
+    (
+        "SGLang",
+        ("stop", "length", "tool_calls", "content_filter", "function_call", "abort"),
+        "sgl-project/sglang `python/sglang/srt/entrypoints/openai/protocol.py`",
+    ),
+    (
+        "TGI",
+        ("stop", "length", "eos_token", "stop_sequence"),
+        "huggingface/text-generation-inference `router/src/lib.rs` (`FinishReason`); `eos_token` "
+        'became `stop` in PR #2344 (2024-08); non-final chunks may carry `""`, read as null',
+    ),
+    (
+        "Ollama",
+        ("stop", "length", "tool_calls", "connection_closed"),
+        "ollama/ollama `openai/openai.go` (`ToChunk`), `llm` `DoneReason`; a closed runner sends "
+        "`connection_closed` or, in other versions, no finish reason at all",
+    ),
+    (
+        "LM Studio",
+        ("stop", "length", "tool_calls"),
+        "lmstudio-ai/docs `1_developer/3_openai-compat/tools.md` (`tool_calls`); `stop` and "
+        "`length` as the llama.cpp engine it runs",
+    ),
+    (
+        "llama.cpp server",
+        ("stop", "length", "tool_calls"),
+        "ggml-org/llama.cpp `tools/server/server-task.cpp` (`to_json_oaicompat_chat`)",
+    ),
+    (
+        "LiteLLM proxy",
+        (
+            "stop",
+            "length",
+            "tool_calls",
+            "content_filter",
+            "function_call",
+            "guardrail_intervened",
+            "eos",
+            "finish_reason_unspecified",
+            "malformed_function_call",
+        ),
+        "BerriAI/litellm `litellm/litellm_core_utils/core_helpers.py` (`map_finish_reason`); the "
+        "last four passed through before PR #22138 (2026-02)",
+    ),
 )
 
 # raw value -> (normalized, outcome).  A value missing from its table is ("other", O_ABNORMAL):
@@ -417,18 +473,19 @@ FINISH_REASONS = {
 # dialect (no value is spelled the same with another meaning).
 CHAT_FORWARDED_DIALECTS = ("responses", "anthropic", "gemini")
 FINISH_REASONS["chat"] = {
-    **{raw: meaning for dialect in CHAT_FORWARDED_DIALECTS
-       for raw, meaning in FINISH_REASONS[dialect].items()},
+    **{raw: meaning for dialect in CHAT_FORWARDED_DIALECTS for raw, meaning in FINISH_REASONS[dialect].items()},
     **CHAT_FINISH_REASONS,
 }
-assert all(FINISH_REASONS["chat"][raw] == meaning for dialect in CHAT_FORWARDED_DIALECTS
-           for raw, meaning in FINISH_REASONS[dialect].items())
+assert all(
+    FINISH_REASONS["chat"][raw] == meaning
+    for dialect in CHAT_FORWARDED_DIALECTS
+    for raw, meaning in FINISH_REASONS[dialect].items()
+)
 # A choice's native_finish_reason (OpenRouter) is the upstream's own, more precise word: when
 # the chat table knows it and it means something worse than finish_reason, it is the choice's
 # finish reason.  An unknown native value is left alone: OpenRouter's own finish_reason, a
 # documented value, still speaks for the choice.
-NATIVE_FINISH_RANK = {raw: OUTCOME_RANK[outcome]
-                      for raw, (_normalized, outcome) in FINISH_REASONS["chat"].items()}
+NATIVE_FINISH_RANK = {raw: OUTCOME_RANK[outcome] for raw, (_normalized, outcome) in FINISH_REASONS["chat"].items()}
 UNKNOWN_FINISH = ("other", O_ABNORMAL)
 
 # Dialects whose normal finish does not say "tool calls": report tool_calls when calls were made

@@ -15,15 +15,29 @@ LF, CR, COLON, SPACE, OPEN_OBJECT = b"\n\r: {"
 
 # The fields the scanner reads; any other is ignored, as the spec says.
 F_OTHER, F_DATA, F_EVENT, F_ID, F_RETRY, F_ERROR = range(6)
-FIELDS = {b"data": F_DATA, b"event": F_EVENT, b"id": F_ID, b"retry": F_RETRY,
-          b"error": F_ERROR}  # llama.cpp sent errors as an "error:" field
+FIELDS = {
+    b"data": F_DATA,
+    b"event": F_EVENT,
+    b"id": F_ID,
+    b"retry": F_RETRY,
+    b"error": F_ERROR,
+}  # llama.cpp sent errors as an "error:" field
 
 
 class Framing:
     """What a stream has buffered between chunks."""
 
-    __slots__ = ("head", "at_start", "pending_cr", "line", "data", "data_lines", "event_type",
-                 "event_bytes", "bare_bytes")
+    __slots__ = (
+        "head",
+        "at_start",
+        "pending_cr",
+        "line",
+        "data",
+        "data_lines",
+        "event_type",
+        "event_bytes",
+        "bare_bytes",
+    )
 
     def __init__(self):
         self.head = bytearray()  # the first bytes, held until we know whether they are a BOM

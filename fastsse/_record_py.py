@@ -31,8 +31,7 @@ def worse_finish(finish: bytes, native: bytes) -> bytes:
 
 
 class Choice:
-    __slots__ = ("ordinal", "index", "finish", "native", "text", "reasoning", "refusal", "tool",
-                 "tools")
+    __slots__ = ("ordinal", "index", "finish", "native", "text", "reasoning", "refusal", "tool", "tools")
 
     def __init__(self, ordinal: int):
         self.ordinal = ordinal
@@ -317,5 +316,9 @@ _ON_NUMBER: dict[int, Rule] = {
 }
 _ON_TRUE: dict[int, Rule] = {d.A_ERROR: _error, d.A_PART_THOUGHT: _part_thought}
 _RULES: dict[int, dict[int, Rule]] = {
-    V_STRING: _ON_STRING, V_NUMBER: _ON_NUMBER, V_TRUE: _ON_TRUE, V_FALSE: {}, V_NULL: {},
+    V_STRING: _ON_STRING,
+    V_NUMBER: _ON_NUMBER,
+    V_TRUE: _ON_TRUE,
+    V_FALSE: {},
+    V_NULL: {},
 }

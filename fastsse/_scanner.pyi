@@ -19,11 +19,23 @@ class Scanner:
     # Diagnostics: events counted by replaying the one before, or from a template.
     replayed: int
     templated: int
-    def __init__(self, protocol: str = "auto", *, max_event_bytes: int = ...,
-                 max_line_bytes: int = ..., caches: Caches | None = None) -> None: ...
+    def __init__(
+        self,
+        protocol: str = "auto",
+        *,
+        max_event_bytes: int = ...,
+        max_line_bytes: int = ...,
+        caches: Caches | None = None,
+    ) -> None: ...
     def feed(self, data: bytes | bytearray | memoryview) -> None: ...
     def close(self, transport: str = "eof") -> Verdict: ...
 
-def scan(data: bytes | bytearray | memoryview, protocol: str = "auto", transport: str = "eof",
-         *, max_event_bytes: int = ..., max_line_bytes: int = ...,
-         caches: Caches | None = None) -> Verdict: ...
+def scan(
+    data: bytes | bytearray | memoryview,
+    protocol: str = "auto",
+    transport: str = "eof",
+    *,
+    max_event_bytes: int = ...,
+    max_line_bytes: int = ...,
+    caches: Caches | None = None,
+) -> Verdict: ...

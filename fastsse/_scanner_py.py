@@ -125,8 +125,10 @@ class Scanner:
         check_options(protocol, max_event_bytes, max_line_bytes)
         if caches is not None and not isinstance(caches, Caches):
             # each twin takes its own (fastsse.Caches is the running twin's)
-            raise TypeError(f"caches must be a {Caches.__module__}.Caches, not "
-                            f"{type(caches).__module__}.{type(caches).__qualname__}")
+            raise TypeError(
+                f"caches must be a {Caches.__module__}.Caches, not "
+                f"{type(caches).__module__}.{type(caches).__qualname__}"
+            )
         self.protocol = protocol
         self.max_event_bytes = max_event_bytes
         self.max_line_bytes = max_line_bytes
@@ -522,7 +524,6 @@ def scan(
     caches: Caches | None = None,
 ) -> Verdict:
     """Judge a whole captured stream at once."""
-    scanner = Scanner(protocol, max_event_bytes=max_event_bytes, max_line_bytes=max_line_bytes,
-                      caches=caches)
+    scanner = Scanner(protocol, max_event_bytes=max_event_bytes, max_line_bytes=max_line_bytes, caches=caches)
     scanner.feed(data)
     return scanner.close(transport)

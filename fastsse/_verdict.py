@@ -110,9 +110,7 @@ def _sanitize(raw: bytes, limit: int) -> str | None:
 
 
 # The finish reasons the dialects know are clean already: most streams end with one of them.
-_KNOWN_IDENTIFIERS = {
-    name.encode("ascii"): name for table in d.FINISH_REASONS.values() for name in table
-}
+_KNOWN_IDENTIFIERS = {name.encode("ascii"): name for table in d.FINISH_REASONS.values() for name in table}
 assert all(_sanitize(raw, MAX_IDENTIFIER_CHARS) == name for raw, name in _KNOWN_IDENTIFIERS.items())
 
 
@@ -340,10 +338,23 @@ def decide(evidence: Evidence, transport: str = "eof") -> Verdict:
         raise ValueError(f"transport must be one of {TRANSPORTS}, not {transport!r}")
     e = evidence
     key = (
-        e.protocol, transport, e.limit, e.errors > 0, e.error_code, e.end_marker, e.events == 0,
-        e.residual_bytes > 0, e.malformed_events > 0, e.sequence_gap,
-        tuple([raw for _index, raw in e.finishes]), e.blocked,
-        e.text > 0, e.reasoning > 0, e.refusal > 0, e.tool_calls > 0, e.tool_malformed,
+        e.protocol,
+        transport,
+        e.limit,
+        e.errors > 0,
+        e.error_code,
+        e.end_marker,
+        e.events == 0,
+        e.residual_bytes > 0,
+        e.malformed_events > 0,
+        e.sequence_gap,
+        tuple([raw for _index, raw in e.finishes]),
+        e.blocked,
+        e.text > 0,
+        e.reasoning > 0,
+        e.refusal > 0,
+        e.tool_calls > 0,
+        e.tool_malformed,
     )
     head = (_judge_cached if len(e.finishes) <= _CACHED_FINISHES else _judge)(*key)
     values = head.copy()

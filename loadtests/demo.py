@@ -49,27 +49,45 @@ class Tool:
 
 HEALTHY = "F0"
 TOOLS = (
-    Tool("codex", ("responses",), {"F1": 0.004, "F3": 0.002, "F4": 0.006, "F5": 0.004,
-                                   "error": 0.003}, ("F1", "F2", "F3", "error", "reset"),
-         fallback=0.01),
-    Tool("claude-code", ("anthropic",), {"F1": 0.012, "F2C": 0.002, "F4": 0.01, "error": 0.008,
-                                         "reset": 0.005}, ("F1", "F3", "error", "reset", "F4")),
-    Tool("gemini-cli", ("gemini",), {"F1": 0.008, "F2": 0.004, "F4": 0.01, "error": 0.004}, (),
-         fallback=0.04),
+    Tool(
+        "codex",
+        ("responses",),
+        {"F1": 0.004, "F3": 0.002, "F4": 0.006, "F5": 0.004, "error": 0.003},
+        ("F1", "F2", "F3", "error", "reset"),
+        fallback=0.01,
+    ),
+    Tool(
+        "claude-code",
+        ("anthropic",),
+        {"F1": 0.012, "F2C": 0.002, "F4": 0.01, "error": 0.008, "reset": 0.005},
+        ("F1", "F3", "error", "reset", "F4"),
+    ),
+    Tool("gemini-cli", ("gemini",), {"F1": 0.008, "F2": 0.004, "F4": 0.01, "error": 0.004}, (), fallback=0.04),
     Tool("kimi-cli", ("chat",), {"F1": 0.03, "F2C": 0.01, "F4": 0.03, "F5": 0.01}, ()),
-    Tool("aider", ("chat", "anthropic"), {"F1": 0.015, "F3": 0.008, "F4": 0.02},
-         ("F1", "F2", "F3", "F4", "F5", "error", "reset"), max_attempts=4, fallback=0.02),
-    Tool("cursor", ("chat", "anthropic", "gemini"), {"F1": 0.003, "F4": 0.002},
-         ("F1", "F3", "error", "reset"), fallback=0.03),
+    Tool(
+        "aider",
+        ("chat", "anthropic"),
+        {"F1": 0.015, "F3": 0.008, "F4": 0.02},
+        ("F1", "F2", "F3", "F4", "F5", "error", "reset"),
+        max_attempts=4,
+        fallback=0.02,
+    ),
+    Tool(
+        "cursor",
+        ("chat", "anthropic", "gemini"),
+        {"F1": 0.003, "F4": 0.002},
+        ("F1", "F3", "error", "reset"),
+        fallback=0.03,
+    ),
 )
 WEIGHTS = (0.3, 0.25, 0.12, 0.1, 0.1, 0.13)
-MODELS = {"chat": ("gpt-4o-2024-08-06", "gpt-4o-mini"),
-          "responses": ("gpt-5-mini-2025-08-07", "gpt-5-nano-2025-08-07"),
-          "anthropic": ("claude-sonnet-4-5-20250929", "claude-haiku-4-5-20251001"),
-          "gemini": ("gemini-2.5-pro", "gemini-2.5-flash")}
-REQUESTED = {"chat": "gpt-4o", "responses": "gpt-5-mini", "anthropic": "claude-sonnet-4-5",
-             "gemini": "gemini-2.5-pro"}
-
+MODELS = {
+    "chat": ("gpt-4o-2024-08-06", "gpt-4o-mini"),
+    "responses": ("gpt-5-mini-2025-08-07", "gpt-5-nano-2025-08-07"),
+    "anthropic": ("claude-sonnet-4-5-20250929", "claude-haiku-4-5-20251001"),
+    "gemini": ("gemini-2.5-pro", "gemini-2.5-flash"),
+}
+REQUESTED = {"chat": "gpt-4o", "responses": "gpt-5-mini", "anthropic": "claude-sonnet-4-5", "gemini": "gemini-2.5-pro"}
 
 
 def activity(moment: datetime) -> float:
@@ -85,15 +103,17 @@ class Demo:
         self.seed = seed
         self.rng = random.Random(seed)  # the main thread's: when requests happen
         self.lock = threading.Lock()
-        self.http = httpx.Client(base_url=base_url, timeout=30,
-                                 limits=httpx.Limits(max_connections=POSTERS))
+        self.http = httpx.Client(base_url=base_url, timeout=30, limits=httpx.Limits(max_connections=POSTERS))
         self.posted = 0
         self.request_serial = 0
         self.incident_start = None
 
     def fault_for(self, tool: Tool, protocol: str, moment: datetime, rng: random.Random) -> str:
-        if (self.incident_start is not None and tool.name == "gemini-cli"
-                and self.incident_start <= moment < self.incident_start + timedelta(hours=1)):
+        if (
+            self.incident_start is not None
+            and tool.name == "gemini-cli"
+            and self.incident_start <= moment < self.incident_start + timedelta(hours=1)
+        ):
             return "F1" if rng.random() < 0.35 else HEALTHY  # the incident
         roll = rng.random()
         for fault, share in tool.faults.items():
@@ -104,24 +124,43 @@ class Demo:
             roll -= share
         return HEALTHY
 
-    def post(self, tool: Tool, protocol: str, fault: str, ended_at: datetime, *,
-             request_id: str, attempt: int, gateway: str, rng: random.Random) -> None:
+    def post(
+        self,
+        tool: Tool,
+        protocol: str,
+        fault: str,
+        ended_at: datetime,
+        *,
+        request_id: str,
+        attempt: int,
+        gateway: str,
+        rng: random.Random,
+    ) -> None:
         served, cheaper = MODELS[protocol]
         model = cheaper if rng.random() < tool.fallback else served
         words = rng.randint(6, 60)
-        sent = wire(protocol, fault, text=" ".join(answer_text(8).split(" ")[:words]),
-                    reasoning=reasoning_text(2) if rng.random() < 0.3 else "",
-                    model=model, seed=rng.randrange(1 << 30))
-        params = {"stream_id": f"{request_id}-a{attempt}", "tool": tool.name,
-                  "request_id": request_id, "attempt": attempt,
-                  "model_requested": REQUESTED[protocol],
-                  "ended_at": ended_at.isoformat().replace("+00:00", "Z"),
-                  "transport": "reset" if fault == "reset" else "eof"}
-        response = self.http.post("/v1/streams", params=params, content=sent.body,
-                                  headers={"Authorization": f"Bearer {self.tokens[gateway]}"})
+        sent = wire(
+            protocol,
+            fault,
+            text=" ".join(answer_text(8).split(" ")[:words]),
+            reasoning=reasoning_text(2) if rng.random() < 0.3 else "",
+            model=model,
+            seed=rng.randrange(1 << 30),
+        )
+        params = {
+            "stream_id": f"{request_id}-a{attempt}",
+            "tool": tool.name,
+            "request_id": request_id,
+            "attempt": attempt,
+            "model_requested": REQUESTED[protocol],
+            "ended_at": ended_at.isoformat().replace("+00:00", "Z"),
+            "transport": "reset" if fault == "reset" else "eof",
+        }
+        response = self.http.post(
+            "/v1/streams", params=params, content=sent.body, headers={"Authorization": f"Bearer {self.tokens[gateway]}"}
+        )
         if response.status_code not in (200, 201):
-            raise SystemExit(f"the service refused a demo post: {response.status_code} "
-                             f"{response.text}")
+            raise SystemExit(f"the service refused a demo post: {response.status_code} {response.text}")
         with self.lock:
             self.posted += 1
 
@@ -137,24 +176,22 @@ class Demo:
         request_id = f"req-{serial:07d}-{rng.randrange(1 << 20):05x}"
         fault = self.fault_for(tool, protocol, moment, rng)
         attempt = 1
-        self.post(tool, protocol, fault, moment, request_id=request_id, attempt=attempt,
-                  gateway=gateway, rng=rng)
+        self.post(tool, protocol, fault, moment, request_id=request_id, attempt=attempt, gateway=gateway, rng=rng)
         while fault != HEALTHY and fault in tool.retries and attempt < tool.max_attempts:
             attempt += 1
             moment += timedelta(seconds=rng.uniform(2, 30))
             if moment > datetime.now(timezone.utc):
                 return
             # A transient fault usually clears; a token limit hits the same wall again.
-            fault = fault if fault in ("F4", "F5") and rng.random() < 0.7 else (
-                HEALTHY if rng.random() < 0.8 else fault)
-            self.post(tool, protocol, fault, moment, request_id=request_id, attempt=attempt,
-                      gateway=gateway, rng=rng)
+            fault = (
+                fault if fault in ("F4", "F5") and rng.random() < 0.7 else (HEALTHY if rng.random() < 0.8 else fault)
+            )
+            self.post(tool, protocol, fault, moment, request_id=request_id, attempt=attempt, gateway=gateway, rng=rng)
 
     def backfill(self, days: float, streams: int) -> None:
         now = datetime.now(timezone.utc)
         start = now - timedelta(days=days)
-        yesterday = (now - timedelta(days=1)).replace(hour=14, minute=0, second=0,
-                                                      microsecond=0)
+        yesterday = (now - timedelta(days=1)).replace(hour=14, minute=0, second=0, microsecond=0)
         self.incident_start = yesterday if yesterday > start else None
         moments = []
         while len(moments) < streams:
@@ -189,11 +226,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     tokens = {gateway: secrets.token_urlsafe(18) for gateway in GATEWAYS}
-    env = {**os.environ, "DATABASE_URL": args.database_url, "RETENTION_DAYS": "30",
-           "INGEST_TOKENS": ",".join(f"{g}:{t}" for g, t in tokens.items()),
-           "READ_TOKENS": f"demo-team:{args.read_token}"}
-    service = subprocess.Popen([sys.executable, "-m", "service", "serve", "--port",
-                                str(args.port)], env=env, cwd=os.getcwd())
+    env = {
+        **os.environ,
+        "DATABASE_URL": args.database_url,
+        "RETENTION_DAYS": "30",
+        "INGEST_TOKENS": ",".join(f"{g}:{t}" for g, t in tokens.items()),
+        "READ_TOKENS": f"demo-team:{args.read_token}",
+    }
+    service = subprocess.Popen(
+        [sys.executable, "-m", "service", "serve", "--port", str(args.port)], env=env, cwd=os.getcwd()
+    )
     base_url = f"http://127.0.0.1:{args.port}"
     try:
         if not wait_until_answering(f"{base_url}/readyz", service, interval=0.2):
@@ -202,9 +244,12 @@ def main(argv: list[str] | None = None) -> int:
         demo = Demo(base_url, tokens, args.seed)
         print(f"posting {args.streams} requests over the past {args.days:g} days ...")
         demo.backfill(args.days, args.streams)
-        print(f"\n  the dashboard: {base_url}/   read token: {args.read_token}\n"
-              f"  ({demo.posted} streams stored; a trickle of {args.trickle:g} requests/s "
-              f"follows{'' if args.trickle_seconds else '; Ctrl-C stops'})\n", flush=True)
+        print(
+            f"\n  the dashboard: {base_url}/   read token: {args.read_token}\n"
+            f"  ({demo.posted} streams stored; a trickle of {args.trickle:g} requests/s "
+            f"follows{'' if args.trickle_seconds else '; Ctrl-C stops'})\n",
+            flush=True,
+        )
         if args.trickle > 0:
             demo.trickle(args.trickle, args.trickle_seconds)
     except KeyboardInterrupt:

@@ -14,8 +14,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_until_answering(url: str, process, timeout: float = 60.0,
-                         interval: float = 0.1) -> bool:
+def wait_until_answering(url: str, process, timeout: float = 60.0, interval: float = 0.1) -> bool:
     """Poll ``url`` until it answers 200 (True), or until ``process`` (a Popen) has exited or
     ``timeout`` seconds have passed (False): the start-up wait of every server a run starts."""
     import httpx

@@ -32,8 +32,20 @@ from loadtests.streams import DIALECTS, EXPECTED_CATEGORY, F2C_DIALECTS, answer_
 # (size in bytes, share): most answers are small, a few are long.
 SIZES = ((2_000, 0.30), (8_000, 0.30), (30_000, 0.22), (100_000, 0.13), (300_000, 0.05))
 DEFAULT_FAULT_MIX = "F0=0.90,F1=0.02,F2=0.005,F3=0.01,F4=0.03,F5=0.01,error=0.015,reset=0.01"
-TOOLS = ("codex", "claude-code", "gemini-cli", "kimi-cli", "aider", "cursor", "cline",
-         "opencode", "goose", "continue", "zed", "windsurf")
+TOOLS = (
+    "codex",
+    "claude-code",
+    "gemini-cli",
+    "kimi-cli",
+    "aider",
+    "cursor",
+    "cline",
+    "opencode",
+    "goose",
+    "continue",
+    "zed",
+    "windsurf",
+)
 RETRIED = {"F1", "F2", "F3", "error", "reset"}  # what a gateway's client retries
 VARIANTS = 4  # bodies per (dialect, fault, size): different seeds, so posts differ
 
@@ -41,15 +53,19 @@ VARIANTS = 4  # bodies per (dialect, fault, size): different seeds, so posts dif
 @events.init_command_line_parser.add_listener
 def _options(parser) -> None:
     parser.add_argument("--ingest-token", default="", help="a secret of INGEST_TOKENS")
-    parser.add_argument("--fault-mix", default=DEFAULT_FAULT_MIX,
-                        help="fault=share,... over the first attempts (the rest: F0)")
-    parser.add_argument("--duplicate-share", type=float, default=0.02,
-                        help="share of posts sent twice with the same stream_id")
-    parser.add_argument("--max-post-retries", type=int, default=5,
-                        help="retries of a post refused with 503/429")
-    parser.add_argument("--ack-log", default="",
-                        help="append the stream_id of every acknowledged post to this file "
-                             "(for the reliability runs to check against the database)")
+    parser.add_argument(
+        "--fault-mix", default=DEFAULT_FAULT_MIX, help="fault=share,... over the first attempts (the rest: F0)"
+    )
+    parser.add_argument(
+        "--duplicate-share", type=float, default=0.02, help="share of posts sent twice with the same stream_id"
+    )
+    parser.add_argument("--max-post-retries", type=int, default=5, help="retries of a post refused with 503/429")
+    parser.add_argument(
+        "--ack-log",
+        default="",
+        help="append the stream_id of every acknowledged post to this file "
+        "(for the reliability runs to check against the database)",
+    )
 
 
 _ACK_LOG = None
@@ -117,13 +133,17 @@ class Gateway(FastHttpUser):
                 break
             fault = "F0" if self.random.random() < 0.8 else fault  # most retries succeed
 
-    def post(self, dialect: str, fault: str, size: int, tool: str, request_id: str,
-             attempt: int) -> None:
+    def post(self, dialect: str, fault: str, size: int, tool: str, request_id: str, attempt: int) -> None:
         data = body(dialect, fault, size, self.random.randrange(VARIANTS))
-        params = {"stream_id": f"{request_id}-{attempt}", "protocol": dialect, "tool": tool,
-                  "request_id": request_id, "attempt": str(attempt),
-                  "transport": "reset" if fault == "reset" else "eof",
-                  "upstream_status": "200"}
+        params = {
+            "stream_id": f"{request_id}-{attempt}",
+            "protocol": dialect,
+            "tool": tool,
+            "request_id": request_id,
+            "attempt": str(attempt),
+            "transport": "reset" if fault == "reset" else "eof",
+            "upstream_status": "200",
+        }
         expected = "transport_error" if fault == "reset" else EXPECTED_CATEGORY[fault]
         query = "&".join(f"{k}={v}" for k, v in params.items())
         first = self.send(query, data, expected, (201,), f"POST /v1/streams [{dialect}]")
@@ -132,17 +152,21 @@ class Gateway(FastHttpUser):
         if first is not None and self.random.random() < self.duplicate_share:
             again = self.send(query, data, expected, (200,), "POST /v1/streams [duplicate]")
             if again is not None and again != first:
-                events.request.fire(request_type="CHECK", name="duplicate gives the same verdict",
-                                    response_time=0, response_length=0,
-                                    exception=AssertionError(f"{again} != {first}"))
+                events.request.fire(
+                    request_type="CHECK",
+                    name="duplicate gives the same verdict",
+                    response_time=0,
+                    response_length=0,
+                    exception=AssertionError(f"{again} != {first}"),
+                )
 
-    def send(self, query: str, data: bytes, expected: str, statuses: tuple[int, ...],
-             name: str) -> int | None:
+    def send(self, query: str, data: bytes, expected: str, statuses: tuple[int, ...], name: str) -> int | None:
         """Post until it is stored or refused for good; the stored verdict's id, or None."""
         for retry in range(self.max_retries + 1):
             label = name if retry == 0 else "POST /v1/streams [retry after 503]"
-            with self.client.post(f"/v1/streams?{query}", data=data, headers=self.headers,
-                                  name=label, catch_response=True) as answer:
+            with self.client.post(
+                f"/v1/streams?{query}", data=data, headers=self.headers, name=label, catch_response=True
+            ) as answer:
                 status = answer.status_code
                 if status in (503, 429):
                     wait = _retry_after(answer.headers.get("retry-after"))

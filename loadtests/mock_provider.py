@@ -41,10 +41,13 @@ from .streams import DEFAULT_MODELS, F2C_DIALECTS, FAULTS, answer_text, reasonin
 MAX_HEADER_BYTES = 64 * 1024
 MAX_BODY_BYTES = 32 * 1024 * 1024
 # A fault prefix: the fault, then "-once" (and a name of its own for the once), then the API path.
-PREFIX = re.compile(r"^/(?P<fault>" + "|".join(sorted(FAULTS, key=len, reverse=True))
-                    + r")(?P<once>-once(?:\.[\w-]+)?)?(?=/)")
-GEMINI = re.compile(r"^/v1beta/models/(?P<model>[^/:]+):(?P<method>streamGenerateContent|"
-                    r"generateContent|countTokens)$")
+PREFIX = re.compile(
+    r"^/(?P<fault>" + "|".join(sorted(FAULTS, key=len, reverse=True)) + r")(?P<once>-once(?:\.[\w-]+)?)?(?=/)"
+)
+GEMINI = re.compile(
+    r"^/v1beta/models/(?P<model>[^/:]+):(?P<method>streamGenerateContent|"
+    r"generateContent|countTokens)$"
+)
 
 
 class BadRequest(Exception):
@@ -166,8 +169,7 @@ class Connection:
         await self.writer.drain()
 
     async def whole(self, status: int, body: bytes, content_type: str = "application/json"):
-        await self.head(status, {"content-type": content_type,
-                                 "content-length": str(len(body))})
+        await self.head(status, {"content-type": content_type, "content-length": str(len(body))})
         self.writer.write(body)
         self.bytes_sent += len(body)
         self.digest.update(body)
@@ -207,8 +209,7 @@ class MockProvider:
                 try:
                     ended_cleanly = await self.respond(request, connection)
                 except BadRequest as exc:
-                    body = json.dumps({"error": {"message": str(exc),
-                                                 "type": "invalid_request_error"}}).encode()
+                    body = json.dumps({"error": {"message": str(exc), "type": "invalid_request_error"}}).encode()
                     await connection.whole(400, body)
                     ended_cleanly = True
                 if not (ended_cleanly and keep_alive):
@@ -228,26 +229,36 @@ class MockProvider:
         prefix = PREFIX.match(path)
         if prefix:
             fault, once = prefix["fault"], prefix["once"] and prefix.group(0)
-            path = path[prefix.end():]
+            path = path[prefix.end() :]
         # The headers' names only (their values hold credentials), to show what a client sent.
-        entry = {"at": time.time(), "method": request.method, "path": request.path,
-                 "user_agent": request.headers.get("user-agent"), "fault": fault,
-                 "host": request.headers.get("host"), "headers": sorted(request.headers)}
+        entry = {
+            "at": time.time(),
+            "method": request.method,
+            "path": request.path,
+            "user_agent": request.headers.get("user-agent"),
+            "fault": fault,
+            "host": request.headers.get("host"),
+            "headers": sorted(request.headers),
+        }
         if request.method == "HEAD":
             await connection.head(200, {"content-length": "0"})
             self.log({**entry, "status": 200, "kind": "probe"})
             return True
         if request.method == "GET" and path.rstrip("/") in ("/v1/models", "/models"):
-            models = [{"id": m, "object": "model", "created": 1764590400, "owned_by": "mock"}
-                      for m in DEFAULT_MODELS.values()]
+            models = [
+                {"id": m, "object": "model", "created": 1764590400, "owned_by": "mock"} for m in DEFAULT_MODELS.values()
+            ]
             await connection.whole(200, json.dumps({"object": "list", "data": models}).encode())
             self.log({**entry, "status": 200, "kind": "models"})
             return True
         dialect, model, streamed, body = self.route(request, path)
         if dialect is None:
-            await connection.whole(404, json.dumps({"error": {
-                "message": f"no such endpoint: {request.method} {path}",
-                "type": "not_found_error"}}).encode())
+            await connection.whole(
+                404,
+                json.dumps(
+                    {"error": {"message": f"no such endpoint: {request.method} {path}", "type": "not_found_error"}}
+                ).encode(),
+            )
             self.log({**entry, "status": 404, "kind": "unknown"})
             return True
         if dialect in ("count_tokens", "gemini_count"):
@@ -267,22 +278,39 @@ class MockProvider:
             applied = "F0"
         if applied == "F2C" and dialect not in F2C_DIALECTS:
             applied = "F2"
-        entry.update(dialect=dialect, model=model, stream=streamed, applied=applied,
-                     once=bool(once))
+        entry.update(dialect=dialect, model=model, stream=streamed, applied=applied, once=bool(once))
         if not streamed:
             answer = self.whole_answer(dialect, applied, model, body)
             await connection.whole(200, answer)
-            self.log({**entry, "status": 200, "kind": "whole", "bytes_sent": len(answer),
-                      "terminal_sent": True, "ending": "close"})
+            self.log(
+                {
+                    **entry,
+                    "status": 200,
+                    "kind": "whole",
+                    "bytes_sent": len(answer),
+                    "terminal_sent": True,
+                    "ending": "close",
+                }
+            )
             return True
-        sent = wire(dialect, applied, text=self.settings.text,
-                    reasoning=self.settings.reasoning if applied != "F0" else "",
-                    model=model, usage=self.wants_usage(dialect, body),
-                    seed=int(entry["at"] * 1000) % (1 << 30))
-        await connection.head(200, {"content-type": sent.content_type,
-                                    "cache-control": "no-cache",
-                                    "transfer-encoding": "chunked",
-                                    "x-request-id": f"mock-{int(entry['at'] * 1e6)}"})
+        sent = wire(
+            dialect,
+            applied,
+            text=self.settings.text,
+            reasoning=self.settings.reasoning if applied != "F0" else "",
+            model=model,
+            usage=self.wants_usage(dialect, body),
+            seed=int(entry["at"] * 1000) % (1 << 30),
+        )
+        await connection.head(
+            200,
+            {
+                "content-type": sent.content_type,
+                "cache-control": "no-cache",
+                "transfer-encoding": "chunked",
+                "x-request-id": f"mock-{int(entry['at'] * 1e6)}",
+            },
+        )
         for piece in sent.pieces:
             await connection.chunk(piece)
             if self.settings.delay_seconds:
@@ -295,10 +323,19 @@ class MockProvider:
             if sent.ending == "stall":
                 await asyncio.sleep(self.settings.stall_seconds)
             await connection.end_chunks()
-        self.log({**entry, "status": 200, "kind": "stream", "bytes_sent": connection.bytes_sent,
-                  "sha256": connection.digest.hexdigest(), "events_sent": len(sent.pieces),
-                  "terminal_sent": sent.terminal_sent,
-                  "ending": sent.ending, "text_chars": sent.text_chars})
+        self.log(
+            {
+                **entry,
+                "status": 200,
+                "kind": "stream",
+                "bytes_sent": connection.bytes_sent,
+                "sha256": connection.digest.hexdigest(),
+                "events_sent": len(sent.pieces),
+                "terminal_sent": sent.terminal_sent,
+                "ending": sent.ending,
+                "text_chars": sent.text_chars,
+            }
+        )
         return clean
 
     @staticmethod
@@ -314,9 +351,12 @@ class MockProvider:
                 return "gemini_count", None, False, body
             streamed = gemini["method"] == "streamGenerateContent"
             return "gemini", gemini["model"], streamed, body
-        for suffix, dialect in (("/chat/completions", "chat"), ("/responses", "responses"),
-                                ("/messages/count_tokens", "count_tokens"),
-                                ("/messages", "anthropic")):
+        for suffix, dialect in (
+            ("/chat/completions", "chat"),
+            ("/responses", "responses"),
+            ("/messages/count_tokens", "count_tokens"),
+            ("/messages", "anthropic"),
+        ):
             if path.endswith(suffix):
                 body = request.json()
                 model = str(body.get("model") or DEFAULT_MODELS.get(dialect, "mock"))
@@ -337,37 +377,64 @@ class MockProvider:
             text = "" if fault == "F5" else text[: len(text) // 2]
         words = len(text.split())
         if dialect == "chat":
-            answer = {"id": "chatcmpl-mockwhole", "object": "chat.completion",
-                      "created": 1764590400, "model": model, "choices": [{
-                          "index": 0, "message": {"role": "assistant", "content": text,
-                                                  "refusal": None},
-                          "logprobs": None, "finish_reason": "length" if cut else "stop"}],
-                      "usage": {"prompt_tokens": 24, "completion_tokens": words,
-                                "total_tokens": 24 + words}}
+            answer = {
+                "id": "chatcmpl-mockwhole",
+                "object": "chat.completion",
+                "created": 1764590400,
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text, "refusal": None},
+                        "logprobs": None,
+                        "finish_reason": "length" if cut else "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 24, "completion_tokens": words, "total_tokens": 24 + words},
+            }
         elif dialect == "responses":
-            answer = {"id": "resp_mockwhole", "object": "response", "created_at": 1764590400,
-                      "status": "incomplete" if cut else "completed", "model": model,
-                      "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
-                      "error": None, "output": [{
-                          "id": "msg_mockwhole", "type": "message",
-                          "status": "incomplete" if cut else "completed", "role": "assistant",
-                          "content": [{"type": "output_text", "text": text,
-                                       "annotations": []}]}],
-                      "usage": {"input_tokens": 24, "output_tokens": words,
-                                "total_tokens": 24 + words}}
+            answer = {
+                "id": "resp_mockwhole",
+                "object": "response",
+                "created_at": 1764590400,
+                "status": "incomplete" if cut else "completed",
+                "model": model,
+                "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
+                "error": None,
+                "output": [
+                    {
+                        "id": "msg_mockwhole",
+                        "type": "message",
+                        "status": "incomplete" if cut else "completed",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": text, "annotations": []}],
+                    }
+                ],
+                "usage": {"input_tokens": 24, "output_tokens": words, "total_tokens": 24 + words},
+            }
         elif dialect == "anthropic":
-            answer = {"id": "msg_01mockwhole", "type": "message", "role": "assistant",
-                      "model": model, "content": [{"type": "text", "text": text}],
-                      "stop_reason": "max_tokens" if cut else "end_turn",
-                      "stop_sequence": None,
-                      "usage": {"input_tokens": 24, "output_tokens": words}}
+            answer = {
+                "id": "msg_01mockwhole",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "max_tokens" if cut else "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 24, "output_tokens": words},
+            }
         else:
-            answer = {"candidates": [{"content": {"parts": [{"text": text}], "role": "model"},
-                                      "finishReason": "MAX_TOKENS" if cut else "STOP",
-                                      "index": 0}],
-                      "usageMetadata": {"promptTokenCount": 24, "candidatesTokenCount": words,
-                                        "totalTokenCount": 24 + words},
-                      "modelVersion": model}
+            answer = {
+                "candidates": [
+                    {
+                        "content": {"parts": [{"text": text}], "role": "model"},
+                        "finishReason": "MAX_TOKENS" if cut else "STOP",
+                        "index": 0,
+                    }
+                ],
+                "usageMetadata": {"promptTokenCount": 24, "candidatesTokenCount": words, "totalTokenCount": 24 + words},
+                "modelVersion": model,
+            }
         return json.dumps(answer).encode()
 
 
@@ -381,26 +448,34 @@ async def serve(host: str, port: int, settings: Settings, ready=None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m loadtests.mock_provider",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m loadtests.mock_provider", description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9100)
-    parser.add_argument("--sentences", type=int, default=12,
-                        help="the answer's length: sentences that each say where they stand")
+    parser.add_argument(
+        "--sentences", type=int, default=12, help="the answer's length: sentences that each say where they stand"
+    )
     parser.add_argument("--text", help="the answer's text instead")
-    parser.add_argument("--stall-seconds", type=float, default=5.0,
-                        help="how long the stall fault sends nothing before it closes")
+    parser.add_argument(
+        "--stall-seconds", type=float, default=5.0, help="how long the stall fault sends nothing before it closes"
+    )
     parser.add_argument("--delay-ms", type=float, default=0.0, help="a pause between events")
     parser.add_argument("--log", help="append the JSON lines here instead of stderr")
     args = parser.parse_args(argv)
     log = open(args.log, "a") if args.log else None
-    settings = Settings(text=args.text or answer_text(args.sentences),
-                        reasoning=reasoning_text(4), stall_seconds=args.stall_seconds,
-                        delay_seconds=args.delay_ms / 1000, log=log)
+    settings = Settings(
+        text=args.text or answer_text(args.sentences),
+        reasoning=reasoning_text(4),
+        stall_seconds=args.stall_seconds,
+        delay_seconds=args.delay_ms / 1000,
+        log=log,
+    )
 
     def ready(port: int) -> None:
-        print(f"mock provider on http://{args.host}:{port} (faults by path prefix: "
-              f"/F4/v1, /F1-once/v1, ...)", file=sys.stderr, flush=True)
+        print(
+            f"mock provider on http://{args.host}:{port} (faults by path prefix: /F4/v1, /F1-once/v1, ...)",
+            file=sys.stderr,
+            flush=True,
+        )
 
     try:
         asyncio.run(serve(args.host, args.port, settings, ready))

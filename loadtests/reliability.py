@@ -105,14 +105,35 @@ end
 """
 
 
-def wrk(url: str, token: str, bodies: list[Path], script: Path, *, tag: str, seconds: float,
-        connections: int, pace_ms: int = 0, timeout_s: int = 10) -> dict:
+def wrk(
+    url: str,
+    token: str,
+    bodies: list[Path],
+    script: Path,
+    *,
+    tag: str,
+    seconds: float,
+    connections: int,
+    pace_ms: int = 0,
+    timeout_s: int = 10,
+) -> dict:
     script.write_text(WRK_SCRIPT.replace("TOKEN", token))
-    command = ["wrk", "-t2", f"-c{connections}", f"-d{seconds:g}s", "--timeout",
-               f"{timeout_s}s", "-s", str(script), url, "--", tag, str(pace_ms),
-               *map(str, bodies)]
-    out = subprocess.run(command, capture_output=True, text=True, check=True,
-                         timeout=seconds + 60).stdout
+    command = [
+        "wrk",
+        "-t2",
+        f"-c{connections}",
+        f"-d{seconds:g}s",
+        "--timeout",
+        f"{timeout_s}s",
+        "-s",
+        str(script),
+        url,
+        "--",
+        tag,
+        str(pace_ms),
+        *map(str, bodies),
+    ]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=seconds + 60).stdout
     match = re.search(r"^RESULT (\{.*\})$", out, re.M)
     if not match:
         raise SystemExit(f"wrk printed no result:\n{out}")
@@ -132,8 +153,9 @@ def overload(args) -> dict:
         raise SystemExit("needs wrk (apt-get install wrk)")
     scratch = Path(tempfile.mkdtemp(prefix="fastsse-overload-"))
     bodies = []
-    for n, (dialect, size) in enumerate((("chat", 4_000), ("anthropic", 20_000),
-                                         ("responses", 8_000), ("gemini", 2_000))):
+    for n, (dialect, size) in enumerate(
+        (("chat", 4_000), ("anthropic", 20_000), ("responses", 8_000), ("gemini", 2_000))
+    ):
         path = scratch / f"body-{n}.sse"
         path.write_bytes(complete_stream(dialect, size, seed=n))
         bodies.append(path)
@@ -143,14 +165,12 @@ def overload(args) -> dict:
     try:
         url, token = service.url, service.ingest_token
         warm = wrk(url, token, bodies, script, tag="warm", seconds=2, connections=8)
-        capacity = wrk(url, token, bodies, script, tag="capacity", seconds=seconds,
-                       connections=16)
+        capacity = wrk(url, token, bodies, script, tag="capacity", seconds=seconds, connections=16)
         # Each of the connections waits `pace` ms between requests: together they offer about
         # twice the capacity, whatever the service answers.
         connections = 256
         pace = max(1, int(connections / (2 * capacity["rps"]) * 1000))
-        over = wrk(url, token, bodies, script, tag="over", seconds=seconds,
-                   connections=connections, pace_ms=pace)
+        over = wrk(url, token, bodies, script, tag="over", seconds=seconds, connections=connections, pace_ms=pace)
         # What the paced connections would offer if answered at once: an upper bound.
         over["offered_rps"] = connections / (pace / 1000)
         after = wrk(url, token, bodies, script, tag="after", seconds=seconds, connections=16)
@@ -162,18 +182,26 @@ def overload(args) -> dict:
     # Posts still in flight when wrk stops are stored but never counted: at most one per
     # connection per phase.
     in_flight = 8 + 16 + connections + 16
-    result = {"capacity": capacity, "overload": over, "after": after, "stored": stored,
-              "acknowledged_total": acknowledged, "in_flight_bound": in_flight}
-    print(f"capacity   {capacity['rps']:7.0f} req/s  p99 {capacity['p99_ms']:7.1f} ms  "
-          f"{capacity['statuses']}")
-    print(f"overload   {over['rps']:7.0f} req/s answered (about {over['offered_rps']:.0f} "
-          f"offered by {connections} paced connections)  p50 {over['p50_ms']:.1f} ms  "
-          f"p99 {over['p99_ms']:.1f} ms  max {over['max_ms']:.0f} ms  {over['statuses']}  "
-          f"timeouts {over['timeouts']}  socket errors {over['socket_errors']}")
-    print(f"recovered  {after['rps']:7.0f} req/s  p99 {after['p99_ms']:7.1f} ms  "
-          f"{after['statuses']}")
-    print(f"acknowledged {acknowledged} posts (the warm-up's included), rows stored {stored} "
-          f"(at most {in_flight} more: the posts in flight when each wrk run stopped)")
+    result = {
+        "capacity": capacity,
+        "overload": over,
+        "after": after,
+        "stored": stored,
+        "acknowledged_total": acknowledged,
+        "in_flight_bound": in_flight,
+    }
+    print(f"capacity   {capacity['rps']:7.0f} req/s  p99 {capacity['p99_ms']:7.1f} ms  {capacity['statuses']}")
+    print(
+        f"overload   {over['rps']:7.0f} req/s answered (about {over['offered_rps']:.0f} "
+        f"offered by {connections} paced connections)  p50 {over['p50_ms']:.1f} ms  "
+        f"p99 {over['p99_ms']:.1f} ms  max {over['max_ms']:.0f} ms  {over['statuses']}  "
+        f"timeouts {over['timeouts']}  socket errors {over['socket_errors']}"
+    )
+    print(f"recovered  {after['rps']:7.0f} req/s  p99 {after['p99_ms']:7.1f} ms  {after['statuses']}")
+    print(
+        f"acknowledged {acknowledged} posts (the warm-up's included), rows stored {stored} "
+        f"(at most {in_flight} more: the posts in flight when each wrk run stopped)"
+    )
     return result
 
 
@@ -210,8 +238,7 @@ def soak(args) -> dict:
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     try:
-        locust = run_locust(service.url, service.ingest_token, args.users, args.seconds,
-                            scratch, [])
+        locust = run_locust(service.url, service.ingest_token, args.users, args.seconds, scratch, [])
     finally:
         stop.set()
         sampler.join()
@@ -222,17 +249,26 @@ def soak(args) -> dict:
     rss_slope = slope([(t, r) for t, r, _ in steady])
     fd_slope = slope([(t, f) for t, _, f in steady])
     total = locust["Aggregated"]
-    result = {"seconds": args.seconds, "requests": int(total["Request Count"]),
-              "failures": int(total["Failure Count"]),
-              "rss_mb_first": steady[0][1], "rss_mb_last": steady[-1][1],
-              "rss_mb_per_min": rss_slope, "fds_first": steady[0][2], "fds_last": steady[-1][2],
-              "fds_per_min": fd_slope,
-              "ok": rss_slope <= args.max_rss_mb_per_min and fd_slope <= args.max_fds_per_min}
+    result = {
+        "seconds": args.seconds,
+        "requests": int(total["Request Count"]),
+        "failures": int(total["Failure Count"]),
+        "rss_mb_first": steady[0][1],
+        "rss_mb_last": steady[-1][1],
+        "rss_mb_per_min": rss_slope,
+        "fds_first": steady[0][2],
+        "fds_last": steady[-1][2],
+        "fds_per_min": fd_slope,
+        "ok": rss_slope <= args.max_rss_mb_per_min and fd_slope <= args.max_fds_per_min,
+    }
     print(f"soak {args.seconds} s, {result['requests']} posts, {result['failures']} failures")
-    print(f"  RSS {result['rss_mb_first']:.1f} -> {result['rss_mb_last']:.1f} MB, slope "
-          f"{rss_slope:+.2f} MB/min (bound {args.max_rss_mb_per_min})")
-    print(f"  fds {result['fds_first']} -> {result['fds_last']}, slope {fd_slope:+.2f}/min "
-          f"(bound {args.max_fds_per_min})")
+    print(
+        f"  RSS {result['rss_mb_first']:.1f} -> {result['rss_mb_last']:.1f} MB, slope "
+        f"{rss_slope:+.2f} MB/min (bound {args.max_rss_mb_per_min})"
+    )
+    print(
+        f"  fds {result['fds_first']} -> {result['fds_last']}, slope {fd_slope:+.2f}/min (bound {args.max_fds_per_min})"
+    )
     return result
 
 
@@ -260,14 +296,21 @@ def pg_kill(args) -> dict:
         crasher = threading.Thread(target=crash)
         started = time.monotonic()
         crasher.start()
-        locust = run_locust(service.url, service.ingest_token, args.users, seconds, scratch,
-                            ["--ack-log", str(ack_log), "--max-post-retries", "10"])
+        locust = run_locust(
+            service.url,
+            service.ingest_token,
+            args.users,
+            seconds,
+            scratch,
+            ["--ack-log", str(ack_log), "--max-post-retries", "10"],
+        )
         crasher.join()
         with psycopg.connect(database.dsn) as db:
             stored = [row[0] for row in db.execute("SELECT stream_id FROM verdicts")]
             after_restart = db.execute(
-                "SELECT count(*) FROM verdicts WHERE received_at > now() - make_interval("
-                "secs => %s)", (time.monotonic() - timeline["restarted"],)).fetchone()[0]
+                "SELECT count(*) FROM verdicts WHERE received_at > now() - make_interval(secs => %s)",
+                (time.monotonic() - timeline["restarted"],),
+            ).fetchone()[0]
     finally:
         if service is not None:
             service.stop()
@@ -276,23 +319,25 @@ def pg_kill(args) -> dict:
     missing = set(acknowledged) - set(stored)
     refused = locust.get("POST /v1/streams [retry after 503]", {})
     result = {
-        "seconds": seconds, "outage_seconds": args.outage_seconds,
+        "seconds": seconds,
+        "outage_seconds": args.outage_seconds,
         "killed_at": round(timeline["killed"] - started, 1),
-        "acknowledged": len(acknowledged), "stored": len(stored),
-        "stored_distinct": len(set(stored)), "missing": len(missing),
+        "acknowledged": len(acknowledged),
+        "stored": len(stored),
+        "stored_distinct": len(set(stored)),
+        "missing": len(missing),
         "duplicates_acknowledged": len(acknowledged) - len(set(acknowledged)),
         "retried_posts": int(refused.get("Request Count", 0)),
         "stored_after_restart": after_restart,
-        "failures": {name: int(row["Failure Count"]) for name, row in locust.items()
-                     if int(row["Failure Count"])},
+        "failures": {name: int(row["Failure Count"]) for name, row in locust.items() if int(row["Failure Count"])},
     }
-    print(f"pg-kill: {seconds} s of load, PostgreSQL killed at {result['killed_at']} s for "
-          f"{args.outage_seconds} s")
-    print(f"  acknowledged {result['acknowledged']}, stored {result['stored']} "
-          f"({result['missing']} acknowledged and missing, "
-          f"{result['stored'] - result['stored_distinct']} stored twice)")
-    print(f"  posts retried after a 503: {result['retried_posts']}; stored after the restart: "
-          f"{after_restart}")
+    print(f"pg-kill: {seconds} s of load, PostgreSQL killed at {result['killed_at']} s for {args.outage_seconds} s")
+    print(
+        f"  acknowledged {result['acknowledged']}, stored {result['stored']} "
+        f"({result['missing']} acknowledged and missing, "
+        f"{result['stored'] - result['stored_distinct']} stored twice)"
+    )
+    print(f"  posts retried after a 503: {result['retried_posts']}; stored after the restart: {after_restart}")
     return result
 
 
@@ -305,9 +350,12 @@ def main(argv: list[str] | None = None) -> int:
     long_run.add_argument("--seconds", type=int, default=600)
     long_run.add_argument("--users", type=int, default=8)
     long_run.add_argument("--database", choices=("postgres", "sqlite"), default="postgres")
-    long_run.add_argument("--warmup-seconds", type=float,
-                          help="samples before this are left out (default: the first fifth; "
-                               "caches and metric label sets fill in the first minute)")
+    long_run.add_argument(
+        "--warmup-seconds",
+        type=float,
+        help="samples before this are left out (default: the first fifth; "
+        "caches and metric label sets fill in the first minute)",
+    )
     long_run.add_argument("--max-rss-mb-per-min", type=float, default=1.0)
     long_run.add_argument("--max-fds-per-min", type=float, default=1.0)
     kill = commands.add_parser("pg-kill", help="the database killed and restarted mid-load")
@@ -323,14 +371,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "pg-kill":
         # (A stream stored twice is impossible by the unique index; a post acknowledged twice
         # would mean a retry that landed again and was answered as new.)
-        healthy = (result["missing"] == 0 and result["duplicates_acknowledged"] == 0
-                   and result["stored_after_restart"] > 0 and result["retried_posts"] > 0)
+        healthy = (
+            result["missing"] == 0
+            and result["duplicates_acknowledged"] == 0
+            and result["stored_after_restart"] > 0
+            and result["retried_posts"] > 0
+        )
         return 0 if healthy else 1
     over_result = result["overload"]
-    healthy = (over_result["timeouts"] == 0 and over_result["socket_errors"] == 0
-               and over_result["no_retry_after"] == 0
-               and result["acknowledged_total"] <= result["stored"]
-               <= result["acknowledged_total"] + result["in_flight_bound"])
+    healthy = (
+        over_result["timeouts"] == 0
+        and over_result["socket_errors"] == 0
+        and over_result["no_retry_after"] == 0
+        and result["acknowledged_total"] <= result["stored"] <= result["acknowledged_total"] + result["in_flight_bound"]
+    )
     return 0 if healthy else 1
 
 

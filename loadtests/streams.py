@@ -87,13 +87,16 @@ class Wire:
 
 def answer_text(sentences: int = 12) -> str:
     """A readable answer whose every sentence says where it stands."""
-    return " ".join(f"Sentence {i} of {sentences} of the mock provider's answer, which keeps "
-                    f"going until it is complete." for i in range(1, sentences + 1))
+    return " ".join(
+        f"Sentence {i} of {sentences} of the mock provider's answer, which keeps going until it is complete."
+        for i in range(1, sentences + 1)
+    )
 
 
 def reasoning_text(sentences: int = 6) -> str:
-    return " ".join(f"Thought {i} of {sentences}: I should check the question once more."
-                    for i in range(1, sentences + 1))
+    return " ".join(
+        f"Thought {i} of {sentences}: I should check the question once more." for i in range(1, sentences + 1)
+    )
 
 
 def tokens(text: str) -> list[str]:
@@ -128,10 +131,15 @@ def _chat(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], int |
     fingerprint = "fp_" + ids.hex(10)
 
     def chunk(delta, finish=None, **top) -> bytes:
-        obj = {"id": chunk_id, "object": "chat.completion.chunk", "created": CREATED,
-               "model": model, "service_tier": "default", "system_fingerprint": fingerprint,
-               "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                            "finish_reason": finish}]}
+        obj = {
+            "id": chunk_id,
+            "object": "chat.completion.chunk",
+            "created": CREATED,
+            "model": model,
+            "service_tier": "default",
+            "system_fingerprint": fingerprint,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
         if usage:
             obj["usage"] = None
         obj.update(top)
@@ -147,22 +155,42 @@ def _chat(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], int |
     events += [chunk({"content": t}) for t in answer]
     middle = len(events) - len(answer) // 2
     if fault == "error":
-        error = {"error": {"message": "The server had an error while processing your request. "
-                                      "Sorry about that!", "type": "server_error", "code": None}}
-        return events[:middle] + [b"data: " + _compact(error) + b"\n\n", b"data: [DONE]\n\n"], \
-            middle + 1, sum(len(t) for t in answer[: middle - 1 - len(thought)])
+        error = {
+            "error": {
+                "message": "The server had an error while processing your request. Sorry about that!",
+                "type": "server_error",
+                "code": None,
+            }
+        }
+        return (
+            events[:middle] + [b"data: " + _compact(error) + b"\n\n", b"data: [DONE]\n\n"],
+            middle + 1,
+            sum(len(t) for t in answer[: middle - 1 - len(thought)]),
+        )
     finish = "length" if fault in ("F4", "F5") else "stop"
     finish_chunk = chunk({}, finish)
     tail = [] if fault == "F2C" else [finish_chunk]
     if usage:
         completion = len(answer) + len(thought)
-        tail.append(chunk(None, None, choices=[], usage={
-            "prompt_tokens": 24, "completion_tokens": completion,
-            "total_tokens": 24 + completion,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": len(thought), "audio_tokens": 0,
-                                          "accepted_prediction_tokens": 0,
-                                          "rejected_prediction_tokens": 0}}))
+        tail.append(
+            chunk(
+                None,
+                None,
+                choices=[],
+                usage={
+                    "prompt_tokens": 24,
+                    "completion_tokens": completion,
+                    "total_tokens": 24 + completion,
+                    "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+                    "completion_tokens_details": {
+                        "reasoning_tokens": len(thought),
+                        "audio_tokens": 0,
+                        "accepted_prediction_tokens": 0,
+                        "rejected_prediction_tokens": 0,
+                    },
+                },
+            )
+        )
     tail.append(b"data: [DONE]\n\n")
     return events + tail, len(events) + len(tail) - 1, sum(len(t) for t in answer)
 
@@ -180,15 +208,34 @@ def _responses(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], 
         events.append(b"event: " + type_.encode() + b"\ndata: " + _compact(obj) + b"\n\n")
 
     def response(status, output=(), **extra) -> dict:
-        return {"id": response_id, "object": "response", "created_at": CREATED,
-                "status": status, "background": False, "error": None,
-                "incomplete_details": None, "instructions": None, "max_output_tokens": None,
-                "model": model, "output": list(output), "parallel_tool_calls": True,
-                "previous_response_id": None, "reasoning": {"effort": "low", "summary": None},
-                "service_tier": "auto", "store": False, "temperature": 1.0,
-                "text": {"format": {"type": "text"}, "verbosity": "medium"},
-                "tool_choice": "auto", "tools": [], "top_p": 1.0, "truncation": "disabled",
-                "usage": None, "user": None, "metadata": {}, **extra}
+        return {
+            "id": response_id,
+            "object": "response",
+            "created_at": CREATED,
+            "status": status,
+            "background": False,
+            "error": None,
+            "incomplete_details": None,
+            "instructions": None,
+            "max_output_tokens": None,
+            "model": model,
+            "output": list(output),
+            "parallel_tool_calls": True,
+            "previous_response_id": None,
+            "reasoning": {"effort": "low", "summary": None},
+            "service_tier": "auto",
+            "store": False,
+            "temperature": 1.0,
+            "text": {"format": {"type": "text"}, "verbosity": "medium"},
+            "tool_choice": "auto",
+            "tools": [],
+            "top_p": 1.0,
+            "truncation": "disabled",
+            "usage": None,
+            "user": None,
+            "metadata": {},
+            **extra,
+        }
 
     event("response.created", response=response("in_progress"))
     event("response.in_progress", response=response("in_progress"))
@@ -196,21 +243,34 @@ def _responses(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], 
     thought = tokens(reasoning or (reasoning_text() if fault == "F5" else ""))
     if thought:
         rs_id = "rs_" + ids.hex(48)
-        event("response.output_item.added", output_index=0,
-              item={"id": rs_id, "type": "reasoning", "summary": []})
-        event("response.reasoning_summary_part.added", item_id=rs_id, output_index=0,
-              summary_index=0, part={"type": "summary_text", "text": ""})
+        event("response.output_item.added", output_index=0, item={"id": rs_id, "type": "reasoning", "summary": []})
+        event(
+            "response.reasoning_summary_part.added",
+            item_id=rs_id,
+            output_index=0,
+            summary_index=0,
+            part={"type": "summary_text", "text": ""},
+        )
         for t in thought:
-            event("response.reasoning_summary_text.delta", item_id=rs_id, output_index=0,
-                  summary_index=0, delta=t, obfuscation=ids.obfuscation())
+            event(
+                "response.reasoning_summary_text.delta",
+                item_id=rs_id,
+                output_index=0,
+                summary_index=0,
+                delta=t,
+                obfuscation=ids.obfuscation(),
+            )
         summary = "".join(thought)
         if fault != "F5":
-            event("response.reasoning_summary_text.done", item_id=rs_id, output_index=0,
-                  summary_index=0, text=summary)
-            event("response.reasoning_summary_part.done", item_id=rs_id, output_index=0,
-                  summary_index=0, part={"type": "summary_text", "text": summary})
-            item = {"id": rs_id, "type": "reasoning",
-                    "summary": [{"type": "summary_text", "text": summary}]}
+            event("response.reasoning_summary_text.done", item_id=rs_id, output_index=0, summary_index=0, text=summary)
+            event(
+                "response.reasoning_summary_part.done",
+                item_id=rs_id,
+                output_index=0,
+                summary_index=0,
+                part={"type": "summary_text", "text": summary},
+            )
+            item = {"id": rs_id, "type": "reasoning", "summary": [{"type": "summary_text", "text": summary}]}
             event("response.output_item.done", output_index=0, item=item)
             output.append(item)
     answer = [] if fault == "F5" else tokens(text)
@@ -220,16 +280,29 @@ def _responses(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], 
     if answer:
         msg_id = "msg_" + ids.hex(48)
         index = len(output)
-        event("response.output_item.added", output_index=index,
-              item={"id": msg_id, "type": "message", "status": "in_progress", "content": [],
-                    "role": "assistant"})
-        event("response.content_part.added", item_id=msg_id, output_index=index,
-              content_index=0, part={"type": "output_text", "annotations": [], "logprobs": [],
-                                     "text": ""})
+        event(
+            "response.output_item.added",
+            output_index=index,
+            item={"id": msg_id, "type": "message", "status": "in_progress", "content": [], "role": "assistant"},
+        )
+        event(
+            "response.content_part.added",
+            item_id=msg_id,
+            output_index=index,
+            content_index=0,
+            part={"type": "output_text", "annotations": [], "logprobs": [], "text": ""},
+        )
         before_text = len(events)
         for t in answer:
-            event("response.output_text.delta", item_id=msg_id, output_index=index,
-                  content_index=0, delta=t, logprobs=[], obfuscation=ids.obfuscation())
+            event(
+                "response.output_text.delta",
+                item_id=msg_id,
+                output_index=index,
+                content_index=0,
+                delta=t,
+                logprobs=[],
+                obfuscation=ids.obfuscation(),
+            )
     middle = before_text + len(answer) // 2
     if fault == "error":
         code = "server_error"
@@ -237,31 +310,37 @@ def _responses(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], 
         kept = events[:middle]
         seq = iter(range(middle, 1_000_000))
         events.clear()
-        event("error", error={"type": "server_error", "code": code, "message": message,
-                              "param": None})
-        event("response.failed", response=response("failed", output,
-                                                    error={"code": code, "message": message}))
+        event("error", error={"type": "server_error", "code": code, "message": message, "param": None})
+        event("response.failed", response=response("failed", output, error={"code": code, "message": message}))
         return kept + events, len(kept) + 1, sum(len(t) for t in answer[: len(answer) // 2])
     status = "incomplete" if fault in ("F4", "F5") else "completed"
     if answer:
         done_text = "".join(answer)
         part = {"type": "output_text", "annotations": [], "logprobs": [], "text": done_text}
-        event("response.output_text.done", item_id=msg_id, output_index=index,
-              content_index=0, text=done_text, logprobs=[])
-        event("response.content_part.done", item_id=msg_id, output_index=index,
-              content_index=0, part=part)
-        item = {"id": msg_id, "type": "message", "status": status, "content": [part],
-                "role": "assistant"}
+        event(
+            "response.output_text.done",
+            item_id=msg_id,
+            output_index=index,
+            content_index=0,
+            text=done_text,
+            logprobs=[],
+        )
+        event("response.content_part.done", item_id=msg_id, output_index=index, content_index=0, part=part)
+        item = {"id": msg_id, "type": "message", "status": status, "content": [part], "role": "assistant"}
         event("response.output_item.done", output_index=index, item=item)
         output.append(item)
-    totals = {"input_tokens": 24, "input_tokens_details": {"cached_tokens": 0},
-              "output_tokens": len(answer) + len(thought),
-              "output_tokens_details": {"reasoning_tokens": len(thought)},
-              "total_tokens": 24 + len(answer) + len(thought)}
+    totals = {
+        "input_tokens": 24,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": len(answer) + len(thought),
+        "output_tokens_details": {"reasoning_tokens": len(thought)},
+        "total_tokens": 24 + len(answer) + len(thought),
+    }
     if status == "incomplete":
-        event("response.incomplete", response=response(
-            "incomplete", output, incomplete_details={"reason": "max_output_tokens"},
-            usage=totals))
+        event(
+            "response.incomplete",
+            response=response("incomplete", output, incomplete_details={"reason": "max_output_tokens"}, usage=totals),
+        )
     else:
         event("response.completed", response=response("completed", output, usage=totals))
     return events, len(events) - 1, sum(len(t) for t in answer)
@@ -277,24 +356,36 @@ def _anthropic(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], 
         body = b'{"type": "ping"}' if type_ == "ping" else _compact({"type": type_, **fields})
         events.append(b"event: " + type_.encode() + b"\ndata: " + body + b"\n\n")
 
-    event("message_start", message={
-        "id": "msg_01" + ids.token(22), "type": "message", "role": "assistant", "model": model,
-        "content": [], "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": 24, "cache_creation_input_tokens": 0,
-                  "cache_read_input_tokens": 0, "output_tokens": 1,
-                  "service_tier": "standard"}})
+    event(
+        "message_start",
+        message={
+            "id": "msg_01" + ids.token(22),
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 24,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+                "output_tokens": 1,
+                "service_tier": "standard",
+            },
+        },
+    )
     index = 0
     thought = tokens(reasoning or (reasoning_text() if fault == "F5" else ""))
     if thought:
-        event("content_block_start", index=index,
-              content_block={"type": "thinking", "thinking": "", "signature": ""})
+        event("content_block_start", index=index, content_block={"type": "thinking", "thinking": "", "signature": ""})
         event("ping")
         for t in thought:
-            event("content_block_delta", index=index,
-                  delta={"type": "thinking_delta", "thinking": t})
+            event("content_block_delta", index=index, delta={"type": "thinking_delta", "thinking": t})
         if fault != "F5":
-            event("content_block_delta", index=index,
-                  delta={"type": "signature_delta", "signature": "Eq" + ids.token(86)})
+            event(
+                "content_block_delta", index=index, delta={"type": "signature_delta", "signature": "Eq" + ids.token(86)}
+            )
             event("content_block_stop", index=index)
             index += 1
     answer = [] if fault == "F5" else tokens(text)
@@ -318,8 +409,11 @@ def _anthropic(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], 
         event("content_block_stop", index=index)
     stop = "max_tokens" if fault in ("F4", "F5") else "end_turn"
     if fault != "F2C":
-        event("message_delta", delta={"stop_reason": stop, "stop_sequence": None},
-              usage={"output_tokens": len(answer) + len(thought)})
+        event(
+            "message_delta",
+            delta={"stop_reason": stop, "stop_sequence": None},
+            usage={"output_tokens": len(answer) + len(thought)},
+        )
     event("message_stop")
     return events, len(events) - 1, sum(len(t) for t in answer)
 
@@ -336,41 +430,62 @@ def _gemini(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], int
         if finish is not None:
             candidate["finishReason"] = finish
         meta = final_usage or {"promptTokenCount": 24, "totalTokenCount": 24}
-        obj = {"candidates": [candidate], "usageMetadata": meta, "modelVersion": model,
-               "responseId": response_id}
-        events.append(b"data: " + json.dumps(obj, separators=(",", ": "),
-                                             ensure_ascii=False).encode() + b"\r\n\r\n")
+        obj = {"candidates": [candidate], "usageMetadata": meta, "modelVersion": model, "responseId": response_id}
+        events.append(b"data: " + json.dumps(obj, separators=(",", ": "), ensure_ascii=False).encode() + b"\r\n\r\n")
 
     thought = tokens(reasoning or (reasoning_text() if fault == "F5" else ""))
     # Gemini sends a few words per chunk: a thought summary part, then answer parts
     for i in range(0, len(thought), 4):
-        chunk([{"text": "".join(thought[i:i + 4]), "thought": True}])
+        chunk([{"text": "".join(thought[i : i + 4]), "thought": True}])
     answer = [] if fault == "F5" else tokens(text)
     if fault == "F4":
         answer = answer[: max(1, len(answer) // 2)]
-    pieces = ["".join(answer[i:i + 4]) for i in range(0, len(answer), 4)]
+    pieces = ["".join(answer[i : i + 4]) for i in range(0, len(answer), 4)]
     before_text = len(events)
     for piece in pieces[:-1]:
         chunk([{"text": piece}])
     middle = before_text + len(pieces) // 2
     if fault == "error":
-        error = {"error": {"code": 503, "message": "The model is overloaded. Please try again "
-                                                   "later.", "status": "UNAVAILABLE"}}
-        return events[:middle] + [json.dumps(error, indent=2).encode() + b"\n"], None, \
-            sum(len(p) for p in pieces[: middle - before_text])
+        error = {
+            "error": {
+                "code": 503,
+                "message": "The model is overloaded. Please try again later.",
+                "status": "UNAVAILABLE",
+            }
+        }
+        return (
+            events[:middle] + [json.dumps(error, indent=2).encode() + b"\n"],
+            None,
+            sum(len(p) for p in pieces[: middle - before_text]),
+        )
     finish = "MAX_TOKENS" if fault in ("F4", "F5") else "STOP"
     last = [{"text": pieces[-1]}] if pieces else [{"text": ""}]
-    chunk(last, finish, {"promptTokenCount": 24, "candidatesTokenCount": len(answer),
-                         "totalTokenCount": 24 + len(answer) + len(thought),
-                         "thoughtsTokenCount": len(thought)})
+    chunk(
+        last,
+        finish,
+        {
+            "promptTokenCount": 24,
+            "candidatesTokenCount": len(answer),
+            "totalTokenCount": 24 + len(answer) + len(thought),
+            "thoughtsTokenCount": len(thought),
+        },
+    )
     return events, len(events) - 1, sum(len(t) for t in answer)
 
 
 _BUILDERS = {"chat": _chat, "responses": _responses, "anthropic": _anthropic, "gemini": _gemini}
 
 
-def wire(dialect: str, fault: str = "F0", *, text: str | None = None, reasoning: str = "",
-         model: str | None = None, usage: bool = True, seed: int = 0) -> Wire:
+def wire(
+    dialect: str,
+    fault: str = "F0",
+    *,
+    text: str | None = None,
+    reasoning: str = "",
+    model: str | None = None,
+    usage: bool = True,
+    seed: int = 0,
+) -> Wire:
     """What the mock provider sends for one streamed request with this fault."""
     if dialect not in _BUILDERS:
         raise ValueError(f"dialect must be one of {DIALECTS}, not {dialect!r}")
@@ -382,10 +497,8 @@ def wire(dialect: str, fault: str = "F0", *, text: str | None = None, reasoning:
     model = model or DEFAULT_MODELS[dialect]
     # F4/F5/error build their own shapes; the others cut a healthy stream
     build_fault = fault if fault in ("F2C", "F4", "F5", "error") else "F0"
-    pieces, terminal, sent_chars = _BUILDERS[dialect](build_fault, text, reasoning, model,
-                                                      _Ids(seed), usage)
-    result = Wire(pieces, fault=fault, dialect=dialect, text_chars=sent_chars,
-                  terminal_sent=terminal is not None)
+    pieces, terminal, sent_chars = _BUILDERS[dialect](build_fault, text, reasoning, model, _Ids(seed), usage)
+    result = Wire(pieces, fault=fault, dialect=dialect, text_chars=sent_chars, terminal_sent=terminal is not None)
     if dialect == "gemini":
         result.content_type = "text/event-stream"
     if fault in ("F0", "F2C", "F4", "F5", "error"):
@@ -394,7 +507,7 @@ def wire(dialect: str, fault: str = "F0", *, text: str | None = None, reasoning:
         result.pieces, result.terminal_sent, result.text_chars = [], False, 0
         return result
     if fault == "F2":
-        result.pieces = pieces[:terminal] + pieces[terminal + 1:]
+        result.pieces = pieces[:terminal] + pieces[terminal + 1 :]
         result.terminal_sent = False
         return result
     # F1, F3, reset, stall: stop halfway through the answer
@@ -412,9 +525,12 @@ def wire(dialect: str, fault: str = "F0", *, text: str | None = None, reasoning:
 
 def _text_chars(dialect: str, pieces: list[bytes]) -> int:
     """How much answer text these whole pieces carry (for the byte log)."""
-    from_body = {"chat": ("choices", 0, "delta", "content"), "responses": ("delta",),
-                 "anthropic": ("delta", "text"), "gemini": ("candidates", 0, "content", "parts",
-                                                            0, "text")}[dialect]
+    from_body = {
+        "chat": ("choices", 0, "delta", "content"),
+        "responses": ("delta",),
+        "anthropic": ("delta", "text"),
+        "gemini": ("candidates", 0, "content", "parts", 0, "text"),
+    }[dialect]
     total = 0
     for piece in pieces:
         for line in piece.decode().splitlines():
@@ -437,8 +553,7 @@ def _text_chars(dialect: str, pieces: list[bytes]) -> int:
     return total
 
 
-def complete_stream(dialect: str, size_bytes: int, *, seed: int = 0,
-                    model: str | None = None) -> bytes:
+def complete_stream(dialect: str, size_bytes: int, *, seed: int = 0, model: str | None = None) -> bytes:
     """A complete stream of about size_bytes (at least one word): for loads and benchmarks."""
     words = answer_text(1 + size_bytes // 40).split(" ")
 

@@ -42,12 +42,20 @@ class ThrowawayPostgres:
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
 
     def _run(self, tool: str, *args: str) -> None:
-        subprocess.run([*self.as_user, str(self.bin / tool), *args], check=True,
-                       capture_output=True, timeout=120)
+        subprocess.run([*self.as_user, str(self.bin / tool), *args], check=True, capture_output=True, timeout=120)
 
     def start(self) -> None:
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w",
-                  "-o", f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1", "start")
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.root / "server.log"),
+            "-w",
+            "-o",
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1",
+            "start",
+        )
 
     def stop(self, mode: str = "fast") -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")

@@ -27,9 +27,14 @@ def include_object(obj, name, type_, reflected, compare_to) -> bool:
 
 
 def run_migrations_offline() -> None:
-    context.configure(url=url, target_metadata=Base.metadata, literal_binds=True,
-                      render_as_batch=is_sqlite(url), include_name=include_name,
-                      include_object=include_object)
+    context.configure(
+        url=url,
+        target_metadata=Base.metadata,
+        literal_binds=True,
+        render_as_batch=is_sqlite(url),
+        include_name=include_name,
+        include_object=include_object,
+    )
     with context.begin_transaction():
         context.run_migrations()
 
@@ -37,9 +42,14 @@ def run_migrations_offline() -> None:
 def run_migrations_online() -> None:
     engine = make_engine(url)
     with engine.connect() as connection:
-        context.configure(connection=connection, target_metadata=Base.metadata,
-                          render_as_batch=is_sqlite(url), compare_type=True,
-                          include_name=include_name, include_object=include_object)
+        context.configure(
+            connection=connection,
+            target_metadata=Base.metadata,
+            render_as_batch=is_sqlite(url),
+            compare_type=True,
+            include_name=include_name,
+            include_object=include_object,
+        )
         with context.begin_transaction():
             context.run_migrations()
     engine.dispose()

@@ -22,10 +22,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="fastsse-service",
         description="The fastsse ingestion service: gateways post captured streams, it stores "
-                    "their verdicts.  Settings come from the environment (see the README).")
-    parser.add_argument("--version", action="version",
-                        version=f"%(prog)s {fastsse.__version__} "
-                                f"({fastsse.IMPLEMENTATION} scanner)")
+        "their verdicts.  Settings come from the environment (see the README).",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {fastsse.__version__} ({fastsse.IMPLEMENTATION} scanner)"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="apply migrations, then run the HTTP service")
     serve.add_argument("--host", default="127.0.0.1")
@@ -35,21 +36,25 @@ def main(argv: list[str] | None = None) -> int:
     prune = commands.add_parser("prune", help="delete verdict rows past RETENTION_DAYS now")
     prune.add_argument("--days", type=float, help="override RETENTION_DAYS")
     tap = commands.add_parser(
-        "tap", help="a reverse proxy in front of an LLM API that posts each streamed answer "
-                    "to this service (settings: TAP_* variables, see the README)")
-    tap.add_argument("--listen", default="127.0.0.1:8080", type=_listen_address,
-                     help="HOST:PORT to listen on (':8080' is every interface; "
-                          "default 127.0.0.1:8080)")
-    tap.add_argument("--upstream", help="the LLM API, such as https://api.openai.com "
-                                        "(TAP_UPSTREAM)")
-    tap.add_argument("--ingest", help="the verdict service, such as http://verdicts:8000 "
-                                      "(TAP_INGEST)")
-    tap.add_argument("--token", help="an ingest token of the service (TAP_INGEST_TOKEN; "
-                                     "better kept out of the command line)")
-    tap.add_argument("--token-file", type=Path, help="a file holding the ingest token "
-                                                     "(TAP_INGEST_TOKEN_FILE)")
-    tap.add_argument("--tool", help="label every stream with this tool instead of telling it "
-                                    "from the User-Agent (TAP_TOOL)")
+        "tap",
+        help="a reverse proxy in front of an LLM API that posts each streamed answer "
+        "to this service (settings: TAP_* variables, see the README)",
+    )
+    tap.add_argument(
+        "--listen",
+        default="127.0.0.1:8080",
+        type=_listen_address,
+        help="HOST:PORT to listen on (':8080' is every interface; default 127.0.0.1:8080)",
+    )
+    tap.add_argument("--upstream", help="the LLM API, such as https://api.openai.com (TAP_UPSTREAM)")
+    tap.add_argument("--ingest", help="the verdict service, such as http://verdicts:8000 (TAP_INGEST)")
+    tap.add_argument(
+        "--token", help="an ingest token of the service (TAP_INGEST_TOKEN; better kept out of the command line)"
+    )
+    tap.add_argument("--token-file", type=Path, help="a file holding the ingest token (TAP_INGEST_TOKEN_FILE)")
+    tap.add_argument(
+        "--tool", help="label every stream with this tool instead of telling it from the User-Agent (TAP_TOOL)"
+    )
     args = parser.parse_args(argv)
     if args.command == "tap":
         return _tap(args)
@@ -84,10 +89,17 @@ def server_options(settings) -> dict:
     import uvicorn
 
     log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
-    log_config["loggers"]["service"] = {"handlers": ["default"], "level": settings.log_level.upper(),
-                                        "propagate": False}
-    return {"log_level": settings.log_level, "log_config": log_config,
-            "access_log": getattr(settings, "access_log", False), "http": http_protocol()}
+    log_config["loggers"]["service"] = {
+        "handlers": ["default"],
+        "level": settings.log_level.upper(),
+        "propagate": False,
+    }
+    return {
+        "log_level": settings.log_level,
+        "log_config": log_config,
+        "access_log": getattr(settings, "access_log", False),
+        "http": http_protocol(),
+    }
 
 
 def http_protocol() -> str:
@@ -109,21 +121,20 @@ def server_stack() -> str:
     return f"uvicorn, {loop}, {http}"
 
 
-def run_server(app: str, *, host: str, port: int, workers: int, settings,
-               factory: bool = False) -> None:
+def run_server(app: str, *, host: str, port: int, workers: int, settings, factory: bool = False) -> None:
     import uvicorn
 
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Every worker writes its metrics here and /metrics merges them.  Set before any worker
         # imports prometheus_client: it picks its storage at import time.
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="fastsse-metrics-")
-    uvicorn.run(app, factory=factory, host=host, port=port, workers=workers,
-                **server_options(settings))
+    uvicorn.run(app, factory=factory, host=host, port=port, workers=workers, **server_options(settings))
 
 
 def _serve(args, settings) -> int:
-    run_server("service.app:served_app", factory=True, host=args.host, port=args.port,
-               workers=args.workers, settings=settings)
+    run_server(
+        "service.app:served_app", factory=True, host=args.host, port=args.port, workers=args.workers, settings=settings
+    )
     return 0
 
 
@@ -137,9 +148,17 @@ def _listen_address(text: str) -> tuple[str, int]:
 def _tap(args) -> int:
     from pydantic import ValidationError
 
-    overrides = {name: value for name, value in (
-        ("upstream", args.upstream), ("ingest", args.ingest), ("ingest_token", args.token),
-        ("ingest_token_file", args.token_file), ("tool", args.tool)) if value is not None}
+    overrides = {
+        name: value
+        for name, value in (
+            ("upstream", args.upstream),
+            ("ingest", args.ingest),
+            ("ingest_token", args.token),
+            ("ingest_token_file", args.token_file),
+            ("tool", args.tool),
+        )
+        if value is not None
+    }
     try:
         settings = TapSettings(**overrides)
         if settings.ingest_token_file is not None:
@@ -151,8 +170,11 @@ def _tap(args) -> int:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
     if not settings.ingest_token:
-        print("warning: no ingest token (--token-file or TAP_INGEST_TOKEN): the service will "
-              "refuse the posts unless it runs without INGEST_TOKENS", file=sys.stderr)
+        print(
+            "warning: no ingest token (--token-file or TAP_INGEST_TOKEN): the service will "
+            "refuse the posts unless it runs without INGEST_TOKENS",
+            file=sys.stderr,
+        )
     from .tap import run
 
     host, port = args.listen

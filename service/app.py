@@ -42,8 +42,12 @@ class Service(FastAPI):
     ingest_fast_path = True
 
     async def __call__(self, scope, receive, send) -> None:
-        if not (self.ingest_fast_path and scope["type"] == "http"
-                and scope["path"] == streams.router.prefix and scope["method"] == "POST"):
+        if not (
+            self.ingest_fast_path
+            and scope["type"] == "http"
+            and scope["path"] == streams.router.prefix
+            and scope["method"] == "POST"
+        ):
             await super().__call__(scope, receive, send)
         else:
             await streams.serve_post(self.state, scope, receive, send)
@@ -55,13 +59,10 @@ def served_app() -> Service:
     return create_app(tune_gc=True)
 
 
-def create_app(settings: Settings | None = None, *, tune_gc: bool = False,
-               ingest_fast_path: bool = True) -> Service:
+def create_app(settings: Settings | None = None, *, tune_gc: bool = False, ingest_fast_path: bool = True) -> Service:
     settings = settings or get_settings()
-    ingest = Credentials(parse_tokens(settings.ingest_tokens, settings.ingest_tokens_file,
-                                      setting="INGEST_TOKENS"))
-    read = Credentials(parse_tokens(settings.read_tokens, settings.read_tokens_file,
-                                    setting="READ_TOKENS"))
+    ingest = Credentials(parse_tokens(settings.ingest_tokens, settings.ingest_tokens_file, setting="INGEST_TOKENS"))
+    read = Credentials(parse_tokens(settings.read_tokens, settings.read_tokens_file, setting="READ_TOKENS"))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -93,8 +94,9 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False,
             engine.dispose()
             metrics.forget_this_process()
 
-    app = Service(title="fastsse ingestion service", description=DESCRIPTION, version=fastsse.__version__,
-                  lifespan=lifespan)
+    app = Service(
+        title="fastsse ingestion service", description=DESCRIPTION, version=fastsse.__version__, lifespan=lifespan
+    )
     app.state.settings = settings
     app.state.inflight_posts = {"bearer": 0, "signed": 0}  # admission (api/routes/streams.py)
     app.state.ingest_credentials = ingest

@@ -37,8 +37,10 @@ def parse_tokens(inline: str, file: Path | None, *, setting: str) -> dict[str, s
         name, sep, secret = entry.strip().partition(":")
         if not sep or not _NAME.match(name) or not secret:
             # Never echo the entry: it holds a secret.
-            raise ConfigError(f"{setting}: every entry must be name:secret with a name of "
-                              "letters, digits, '.', '_' or '-' (at most 64)")
+            raise ConfigError(
+                f"{setting}: every entry must be name:secret with a name of "
+                "letters, digits, '.', '_' or '-' (at most 64)"
+            )
         if name in tokens:
             raise ConfigError(f"{setting}: the name {name!r} is given twice")
         tokens[name] = secret
@@ -151,7 +153,7 @@ def _webhook_key(secret: bytes) -> bytes:
     # Standard Webhooks secrets look like whsec_<base64 key>; any other secret is used as is.
     if secret.startswith(WEBHOOK_SECRET_PREFIX.encode()):
         try:
-            return base64.b64decode(secret[len(WEBHOOK_SECRET_PREFIX):], validate=True)
+            return base64.b64decode(secret[len(WEBHOOK_SECRET_PREFIX) :], validate=True)
         except (binascii.Error, ValueError):
             pass
     return secret

@@ -42,13 +42,11 @@ def _nice_ceiling(value: float) -> float:
 
 def _time_ticks(start: datetime, end: datetime) -> list[datetime]:
     span = (end - start).total_seconds()
-    for step in (300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400,
-                 7 * 86400):
+    for step in (300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400):
         if span / step <= 8:
             break
     first = int(start.timestamp() // step + 1) * step
-    return [datetime.fromtimestamp(t, timezone.utc)
-            for t in range(first, int(end.timestamp()), step)]
+    return [datetime.fromtimestamp(t, timezone.utc) for t in range(first, int(end.timestamp()), step)]
 
 
 def _time_label(moment: datetime, span_seconds: float) -> str:
@@ -102,46 +100,50 @@ def series_svg(series: dict, *, lines: int = 6) -> str:
     def x(moment: datetime) -> float:
         return LEFT + (moment - start).total_seconds() / span_seconds * plot_width
 
-    top_rate = _nice_ceiling(max([c[1] / c[0] for _, m in buckets for c in m.values()
-                                  if c[0] >= MIN_STREAMS_FOR_RATE] + [0.01]))
+    top_rate = _nice_ceiling(
+        max([c[1] / c[0] for _, m in buckets for c in m.values() if c[0] >= MIN_STREAMS_FOR_RATE] + [0.01])
+    )
     top_volume = _nice_ceiling(max([sum(c[0] for c in m.values()) for _, m in buckets] + [1]))
     volume_top = TOP + RATE_HEIGHT + GAP
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
-           f'role="img" aria-labelledby="chart-title chart-desc" class="series-chart" '
-           f'font-family="system-ui, sans-serif" font-size="12">',
-           '<title id="chart-title">Silent-failure rate and volume over time</title>',
-           f'<desc id="chart-desc">Rate of silent failures per {escape(by or "stream")} '
-           f'and streams per {_duration(bucket)}, from '
-           f'{start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC.</desc>',
-           '<g fill="none" stroke="currentColor" stroke-opacity="0.25">']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'role="img" aria-labelledby="chart-title chart-desc" class="series-chart" '
+        f'font-family="system-ui, sans-serif" font-size="12">',
+        '<title id="chart-title">Silent-failure rate and volume over time</title>',
+        f'<desc id="chart-desc">Rate of silent failures per {escape(by or "stream")} '
+        f"and streams per {_duration(bucket)}, from "
+        f"{start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC.</desc>",
+        '<g fill="none" stroke="currentColor" stroke-opacity="0.25">',
+    ]
     for fraction in (0, 0.25, 0.5, 0.75, 1):
         y = TOP + RATE_HEIGHT * (1 - fraction)
         out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + plot_width}" y2="{y:.1f}"/>')
-    out.append(f'<line x1="{LEFT}" y1="{volume_top + VOLUME_HEIGHT}" x2="{LEFT + plot_width}" '
-               f'y2="{volume_top + VOLUME_HEIGHT}"/></g>')
+    out.append(
+        f'<line x1="{LEFT}" y1="{volume_top + VOLUME_HEIGHT}" x2="{LEFT + plot_width}" '
+        f'y2="{volume_top + VOLUME_HEIGHT}"/></g>'
+    )
     out.append('<g fill="currentColor">')
     for fraction in (0, 0.5, 1):
         y = TOP + RATE_HEIGHT * (1 - fraction)
-        out.append(f'<text x="{LEFT - 8}" y="{y + 4:.1f}" text-anchor="end">'
-                   f'{top_rate * fraction * 100:.3g} %</text>')
-    out.append(f'<text x="{LEFT - 8}" y="{volume_top + 4}" text-anchor="end">'
-               f'{top_volume:,.0f}</text>')
-    out.append(f'<text x="{LEFT - 8}" y="{volume_top + VOLUME_HEIGHT + 4}" '
-               f'text-anchor="end">0</text>')
-    out.append(f'<text x="{LEFT}" y="{TOP - 10}" font-weight="600">Silent-failure rate '
-               f'(silent / streams, per {_duration(bucket)}; buckets of at least '
-               f'{MIN_STREAMS_FOR_RATE} streams)</text>')
-    out.append(f'<text x="{LEFT}" y="{volume_top - 8}" font-weight="600">Streams per '
-               f'{_duration(bucket)}</text>')
+        out.append(f'<text x="{LEFT - 8}" y="{y + 4:.1f}" text-anchor="end">{top_rate * fraction * 100:.3g} %</text>')
+    out.append(f'<text x="{LEFT - 8}" y="{volume_top + 4}" text-anchor="end">{top_volume:,.0f}</text>')
+    out.append(f'<text x="{LEFT - 8}" y="{volume_top + VOLUME_HEIGHT + 4}" text-anchor="end">0</text>')
+    out.append(
+        f'<text x="{LEFT}" y="{TOP - 10}" font-weight="600">Silent-failure rate '
+        f"(silent / streams, per {_duration(bucket)}; buckets of at least "
+        f"{MIN_STREAMS_FOR_RATE} streams)</text>"
+    )
+    out.append(f'<text x="{LEFT}" y="{volume_top - 8}" font-weight="600">Streams per {_duration(bucket)}</text>')
     for tick in _time_ticks(start, end):
-        out.append(f'<text x="{x(tick):.1f}" y="{volume_top + VOLUME_HEIGHT + 18}" '
-                   f'text-anchor="middle">{_time_label(tick, span_seconds)}</text>')
-    out.append(f'<text x="{LEFT + plot_width}" y="{HEIGHT - 2}" text-anchor="end" '
-               f'opacity="0.7">UTC</text></g>')
+        out.append(
+            f'<text x="{x(tick):.1f}" y="{volume_top + VOLUME_HEIGHT + 18}" '
+            f'text-anchor="middle">{_time_label(tick, span_seconds)}</text>'
+        )
+    out.append(f'<text x="{LEFT + plot_width}" y="{HEIGHT - 2}" text-anchor="end" opacity="0.7">UTC</text></g>')
 
     # volume: one bar per bucket, the groups stacked in legend order
     width = max(bucket.total_seconds() / span_seconds * plot_width - 1, 1)
-    out.append('<g>')
+    out.append("<g>")
     for moment, merged in buckets:
         y = volume_top + VOLUME_HEIGHT
         for name in drawn:
@@ -150,11 +152,13 @@ def series_svg(series: dict, *, lines: int = 6) -> str:
                 continue
             height = stacked[0] / top_volume * VOLUME_HEIGHT
             y -= height
-            out.append(f'<rect x="{x(moment):.1f}" y="{y:.1f}" width="{width:.1f}" '
-                       f'height="{height:.1f}" fill="{color[name]}" fill-opacity="0.7">'
-                       f'<title>{escape(name)} {moment:%Y-%m-%d %H:%M}: {stacked[0]} streams'
-                       f'</title></rect>')
-    out.append('</g>')
+            out.append(
+                f'<rect x="{x(moment):.1f}" y="{y:.1f}" width="{width:.1f}" '
+                f'height="{height:.1f}" fill="{color[name]}" fill-opacity="0.7">'
+                f"<title>{escape(name)} {moment:%Y-%m-%d %H:%M}: {stacked[0]} streams"
+                f"</title></rect>"
+            )
+    out.append("</g>")
 
     # rate: a line per group, and a dot with the numbers at each bucket it has streams in
     for name in drawn:
@@ -170,24 +174,32 @@ def series_svg(series: dict, *, lines: int = 6) -> str:
             joined = previous is not None and moment - previous <= bucket
             path.append(f"{'L' if joined else 'M'}{px:.1f},{py:.1f}")
             previous = moment
-            dots.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="2.5"><title>{escape(name)} '
-                        f'{moment:%Y-%m-%d %H:%M}: {rate * 100:.1f} % silent ({drawn_counts[1]} of '
-                        f'{drawn_counts[0]})</title></circle>')
+            dots.append(
+                f'<circle cx="{px:.1f}" cy="{py:.1f}" r="2.5"><title>{escape(name)} '
+                f"{moment:%Y-%m-%d %H:%M}: {rate * 100:.1f} % silent ({drawn_counts[1]} of "
+                f"{drawn_counts[0]})</title></circle>"
+            )
         if path:
-            out.append(f'<g stroke="{color[name]}" fill="{color[name]}">'
-                       f'<path d="{" ".join(path)}" fill="none" stroke-width="2"/>'
-                       f'{"".join(dots)}</g>')
+            out.append(
+                f'<g stroke="{color[name]}" fill="{color[name]}">'
+                f'<path d="{" ".join(path)}" fill="none" stroke-width="2"/>'
+                f"{''.join(dots)}</g>"
+            )
 
     # legend, in words
     out.append('<g fill="currentColor">')
     for i, name in enumerate(drawn):
         y = TOP + 4 + i * 20
         share = totals.get(name, sum(totals[n] for n in names if n not in drawn[:-1]))
-        out.append(f'<rect x="{LEFT + plot_width + 16}" y="{y - 9}" width="12" height="12" '
-                   f'fill="{color[name]}"/><text x="{LEFT + plot_width + 34}" y="{y + 1}">'
-                   f'{escape(name)} ({share:,} streams)</text>')
+        out.append(
+            f'<rect x="{LEFT + plot_width + 16}" y="{y - 9}" width="12" height="12" '
+            f'fill="{color[name]}"/><text x="{LEFT + plot_width + 34}" y="{y + 1}">'
+            f"{escape(name)} ({share:,} streams)</text>"
+        )
     if not drawn:
-        out.append(f'<text x="{LEFT + plot_width / 2}" y="{TOP + RATE_HEIGHT / 2}" '
-                   f'text-anchor="middle">No streams in this window</text>')
-    out.append('</g></svg>')
+        out.append(
+            f'<text x="{LEFT + plot_width / 2}" y="{TOP + RATE_HEIGHT / 2}" '
+            f'text-anchor="middle">No streams in this window</text>'
+        )
+    out.append("</g></svg>")
     return "".join(out)

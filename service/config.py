@@ -104,7 +104,7 @@ class TapSettings(BaseSettings):
     # Captures wait here until the service has acknowledged them (they hold payload: 0700).
     spool_dir: Path = Path("fastsse-tap-spool")
     # Past this, a new capture is dropped (counted and logged), the client is never slowed.
-    spool_max_bytes: int = Field(default=1024 ** 3, ge=1)
+    spool_max_bytes: int = Field(default=1024**3, ge=1)
     post_concurrency: int = Field(default=4, ge=1, le=64)
     # The same body to the same path with the same credentials within this: a retry.
     retry_window_seconds: float = Field(default=600.0, gt=0)

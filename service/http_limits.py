@@ -58,8 +58,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def _head_too_slow(self) -> None:
         self._head_timer = None
         if self._in_head and self._refusal is None and not self.transport.is_closing():
-            self._refuse(TIMEOUT, f"the request head was not whole within "
-                                  f"HEAD_TIMEOUT_SECONDS ({self._head_timeout:g} s)")
+            self._refuse(
+                TIMEOUT, f"the request head was not whole within HEAD_TIMEOUT_SECONDS ({self._head_timeout:g} s)"
+            )
 
     def _stop_head_timer(self) -> None:
         if self._head_timer is not None:
@@ -107,7 +108,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._stop_head_timer()
         status, detail = refusal
         body = json.dumps({"detail": detail}).encode()
-        self.transport.write(b"HTTP/1.1 %s\r\ncontent-type: application/json\r\n"
-                             b"content-length: %d\r\nconnection: close\r\n\r\n%s"
-                             % (status, len(body), body))
+        self.transport.write(
+            b"HTTP/1.1 %s\r\ncontent-type: application/json\r\n"
+            b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (status, len(body), body)
+        )
         self.transport.close()

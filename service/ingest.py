@@ -82,29 +82,48 @@ def _identifier(limit: int, **schema) -> dict:
 
 
 PARAMETERS = (
-    Parameter("stream_id", "The idempotency key of this stream, unique per gateway: a retried "
-              "post with the same bytes gets the stored verdict back.",
-              _identifier(128, minLength=1), required=True),
-    Parameter("protocol", "The dialect of the stream; auto recognizes it from the first event "
-              "that names one.",
-              {"type": "string", "enum": list(fastsse.PROTOCOLS), "default": "auto"}),
-    Parameter("tool", "The client tool (codex, claude-code, ...); lowercased, cut to "
-              "[a-z0-9._-] and 64 characters.", {"type": "string", "maxLength": 256}),
-    Parameter("transport", "How the upstream connection ended, as the gateway saw it.",
-              {"type": "string", "enum": list(fastsse.TRANSPORTS), "default": "eof"}),
-    Parameter("upstream_status", "The HTTP status the provider answered with.",
-              {"type": "integer", "minimum": 100, "maximum": 599}),
-    Parameter("model_requested", "The model the client asked for (to tell a model fallback).",
-              _identifier(128)),
-    Parameter("request_id", "Links the attempts of one request (its retries).",
-              _identifier(128)),
-    Parameter("attempt", "Which attempt of request_id this is, as the gateway counts them.",
-              {"type": "integer", "minimum": 0, "maximum": 1_000_000}),
-    Parameter("ended_at", "When the stream ended, as the gateway saw it (ISO 8601 with a zone; "
-              "default: when the post arrives). A gateway that posts later, from a spool, "
-              "keeps each verdict at its own time. At most 5 minutes ahead of the service's "
-              "clock, and not older than RETENTION_DAYS (400 days when that is 0).",
-              {"type": "string", "format": "date-time"}),
+    Parameter(
+        "stream_id",
+        "The idempotency key of this stream, unique per gateway: a retried "
+        "post with the same bytes gets the stored verdict back.",
+        _identifier(128, minLength=1),
+        required=True,
+    ),
+    Parameter(
+        "protocol",
+        "The dialect of the stream; auto recognizes it from the first event that names one.",
+        {"type": "string", "enum": list(fastsse.PROTOCOLS), "default": "auto"},
+    ),
+    Parameter(
+        "tool",
+        "The client tool (codex, claude-code, ...); lowercased, cut to [a-z0-9._-] and 64 characters.",
+        {"type": "string", "maxLength": 256},
+    ),
+    Parameter(
+        "transport",
+        "How the upstream connection ended, as the gateway saw it.",
+        {"type": "string", "enum": list(fastsse.TRANSPORTS), "default": "eof"},
+    ),
+    Parameter(
+        "upstream_status",
+        "The HTTP status the provider answered with.",
+        {"type": "integer", "minimum": 100, "maximum": 599},
+    ),
+    Parameter("model_requested", "The model the client asked for (to tell a model fallback).", _identifier(128)),
+    Parameter("request_id", "Links the attempts of one request (its retries).", _identifier(128)),
+    Parameter(
+        "attempt",
+        "Which attempt of request_id this is, as the gateway counts them.",
+        {"type": "integer", "minimum": 0, "maximum": 1_000_000},
+    ),
+    Parameter(
+        "ended_at",
+        "When the stream ended, as the gateway saw it (ISO 8601 with a zone; "
+        "default: when the post arrives). A gateway that posts later, from a spool, "
+        "keeps each verdict at its own time. At most 5 minutes ahead of the service's "
+        "clock, and not older than RETENTION_DAYS (400 days when that is 0).",
+        {"type": "string", "format": "date-time"},
+    ),
 )
 # How far ahead of the service's clock a gateway's ended_at may be (clock skew).
 MAX_CLOCK_SKEW = timedelta(minutes=5)
@@ -113,8 +132,10 @@ _BY_NAME = {parameter.name: parameter for parameter in PARAMETERS}
 
 
 def openapi_parameters() -> list[dict]:
-    return [{"name": p.name, "in": "query", "required": p.required, "description": p.description,
-             "schema": p.schema} for p in PARAMETERS]
+    return [
+        {"name": p.name, "in": "query", "required": p.required, "description": p.description, "schema": p.schema}
+        for p in PARAMETERS
+    ]
 
 
 class InvalidParameters(ValueError):
@@ -185,8 +206,7 @@ def query_pairs(query: str) -> list[tuple[str, str]]:
     nothing is escaped (a gateway's posts, mostly)."""
     if "%" in query or "+" in query:
         return parse_qsl(query, keep_blank_values=True)
-    return [(name, value) for name, _, value in
-            (pair.partition("=") for pair in query.split("&") if pair)]
+    return [(name, value) for name, _, value in (pair.partition("=") for pair in query.split("&") if pair)]
 
 
 def _error(kind: str, name: str, message: str, raw: str | None) -> dict:
@@ -257,9 +277,15 @@ def problem(status: int, detail: str, headers: Mapping[str, str] | None = None) 
     return Answer(status, json_body({"detail": detail}), headers)
 
 
-async def ingest(chunks: AsyncIterable[bytes], params: IngestParams, gateway, *,
-                 settings: Settings, writer: VerdictWriter,
-                 declared_length: str | None = None) -> Answer:
+async def ingest(
+    chunks: AsyncIterable[bytes],
+    params: IngestParams,
+    gateway,
+    *,
+    settings: Settings,
+    writer: VerdictWriter,
+    declared_length: str | None = None,
+) -> Answer:
     """Judge the posted bytes as they arrive, store the verdict, and say what to answer.
 
     ``gateway`` is the authenticated caller (``api.deps.Gateway``); a webhook-signing gateway
@@ -267,21 +293,25 @@ async def ingest(chunks: AsyncIterable[bytes], params: IngestParams, gateway, *,
     ``starlette.requests.ClientDisconnect`` if the upload breaks off.
     """
     too_large = f"the body is larger than MAX_BODY_BYTES ({settings.max_body_bytes})"
-    if declared_length is not None and declared_length.isdigit() and (
-            int(declared_length) > settings.max_body_bytes):
+    if declared_length is not None and declared_length.isdigit() and (int(declared_length) > settings.max_body_bytes):
         return problem(413, too_large)  # refused before a byte of it is read
 
     now = utcnow()
     if params.ended_at is not None:
         oldest = now - timedelta(days=settings.retention_days or UNLIMITED_RETENTION_DAYS)
         if not oldest <= params.ended_at <= now + MAX_CLOCK_SKEW:
-            reason = ("is more than 5 minutes ahead of the service's clock"
-                      if params.ended_at > now else "is older than the verdicts are kept")
-            return Answer(422, json_body({"detail": [_error("value_error", "ended_at", reason,
-                                                         params.ended_at.isoformat())]}))
+            reason = (
+                "is more than 5 minutes ahead of the service's clock"
+                if params.ended_at > now
+                else "is older than the verdicts are kept"
+            )
+            return Answer(
+                422, json_body({"detail": [_error("value_error", "ended_at", reason, params.ended_at.isoformat())]})
+            )
 
-    judge = StreamJudge(params.protocol, max_body_bytes=settings.max_body_bytes,
-                        max_event_bytes=settings.max_event_bytes)
+    judge = StreamJudge(
+        params.protocol, max_body_bytes=settings.max_body_bytes, max_event_bytes=settings.max_event_bytes
+    )
     webhook = gateway.webhook
     clock = UploadClock(settings.upload_idle_timeout_seconds, settings.upload_timeout_seconds)
     try:
@@ -296,13 +326,15 @@ async def ingest(chunks: AsyncIterable[bytes], params: IngestParams, gateway, *,
         expired = clock.expired()
         if expired is None:
             raise
-        log.info("upload of stream_id=%s timed out after %d bytes (%s); nothing stored",
-                 params.stream_id, judge.received, expired)
-        return problem(408, f"the upload was too slow: {expired}; nothing stored",
-                       {"Connection": "close"})
+        log.info(
+            "upload of stream_id=%s timed out after %d bytes (%s); nothing stored",
+            params.stream_id,
+            judge.received,
+            expired,
+        )
+        return problem(408, f"the upload was too slow: {expired}; nothing stored", {"Connection": "close"})
     except ClientDisconnect:
-        log.info("upload of stream_id=%s broke off after %d bytes; nothing stored",
-                 params.stream_id, judge.received)
+        log.info("upload of stream_id=%s broke off after %d bytes; nothing stored", params.stream_id, judge.received)
         return Answer(CLIENT_CLOSED_REQUEST)  # nobody is listening any more
     finally:
         clock.stop()
@@ -311,32 +343,41 @@ async def ingest(chunks: AsyncIterable[bytes], params: IngestParams, gateway, *,
     if webhook is not None:
         gateway_name = webhook.signer()
         if gateway_name is None:
-            return problem(401, "the webhook signature matches no gateway's secret",
-                           {"WWW-Authenticate": "Bearer"})
+            return problem(401, "the webhook signature matches no gateway's secret", {"WWW-Authenticate": "Bearer"})
 
     verdict, body_sha256 = judge.close(params.transport)
     metrics.SCAN_SECONDS.observe(judge.scan_seconds)
     metrics.STREAM_BYTES.observe(judge.received)
     row = verdict_row(
-        verdict, body_sha256=body_sha256, gateway=gateway_name, stream_id=params.stream_id,
-        tool=sanitize_tool(params.tool), upstream_status=params.upstream_status,
-        model_requested=params.model_requested, request_id=params.request_id,
-        attempt=params.attempt, received_at=now, ended_at=params.ended_at,
+        verdict,
+        body_sha256=body_sha256,
+        gateway=gateway_name,
+        stream_id=params.stream_id,
+        tool=sanitize_tool(params.tool),
+        upstream_status=params.upstream_status,
+        model_requested=params.model_requested,
+        request_id=params.request_id,
+        attempt=params.attempt,
+        received_at=now,
+        ended_at=params.ended_at,
     )
     try:
         result = await writer.write(row, timeout=settings.write_timeout_seconds)
     except WriterUnavailable as exc:
-        return problem(503, f"not stored: {exc.reason}; retry later",
-                       {"Retry-After": RETRY_AFTER_SECONDS})
+        return problem(503, f"not stored: {exc.reason}; retry later", {"Retry-After": RETRY_AFTER_SECONDS})
     if result.outcome == CONFLICT:
-        return problem(409, f"stream_id {params.stream_id!r} was already posted with "
-                            "different bytes")
+        return problem(409, f"stream_id {params.stream_id!r} was already posted with different bytes")
     stored = result.row
     created = result.outcome == CREATED
     if log.isEnabledFor(logging.DEBUG):
-        log.debug("verdict gateway=%s stream_id=%s category=%s silent=%s %s", stored["gateway"],
-                  stored["stream_id"], stored["category"], stored["silent"],
-                  "stored" if created else "already stored")
+        log.debug(
+            "verdict gateway=%s stream_id=%s category=%s silent=%s %s",
+            stored["gateway"],
+            stored["stream_id"],
+            stored["category"],
+            stored["silent"],
+            "stored" if created else "already stored",
+        )
     return Answer(201 if created else 200, verdict_json(stored))
 
 

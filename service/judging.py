@@ -27,9 +27,7 @@ class StreamJudge:
     """Scans a posted stream chunk by chunk as it arrives: memory stays bounded by fastsse."""
 
     def __init__(self, protocol: str, *, max_body_bytes: int, max_event_bytes: int) -> None:
-        self._scanner = fastsse.Scanner(
-            protocol, max_event_bytes=max_event_bytes, max_line_bytes=max_event_bytes
-        )
+        self._scanner = fastsse.Scanner(protocol, max_event_bytes=max_event_bytes, max_line_bytes=max_event_bytes)
         self._digest = hashlib.sha256()
         self._max_body_bytes = max_body_bytes
         self.received = 0
@@ -67,9 +65,7 @@ def is_silent(verdict: fastsse.Verdict, transport: str, upstream_status: int | N
 # Suffixes that name a snapshot or an alias of the same model, not another model:
 # gpt-4o-2024-08-06, claude-sonnet-4-5-20250929, claude-3-5-sonnet@20240620, gpt-4-0613,
 # mistral-large-2407, gemini-1.5-pro-002, claude-3-5-sonnet-latest, ...-preview-05-20.
-_SNAPSHOT_SUFFIX = re.compile(
-    r"(?:[-@]\d{4}-\d{2}-\d{2}|[-@]\d{8}|-\d{2}-\d{2}|-\d{4}|-\d{3}|-latest)$"
-)
+_SNAPSHOT_SUFFIX = re.compile(r"(?:[-@]\d{4}-\d{2}-\d{2}|[-@]\d{8}|-\d{2}-\d{2}|-\d{4}|-\d{3}|-latest)$")
 
 
 def model_family(name: str) -> str:

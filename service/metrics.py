@@ -166,7 +166,8 @@ def count_stored(tool: str, row: dict, counts: tuple[int, ...]) -> None:
             SILENT_STREAMS.labels(tool, protocol) if silent else None,
             STREAM_VERDICTS.labels(tool, protocol, row["category"], "true" if silent else "false"),
             MODEL_FALLBACKS.labels(tool, protocol),
-            tuple(counter.labels(tool, protocol) for counter in RETRY_COUNTERS))
+            tuple(counter.labels(tool, protocol) for counter in RETRY_COUNTERS),
+        )
     streams, silent_streams, verdicts, fallbacks, retry_series = series
     streams.inc()
     if silent_streams is not None:

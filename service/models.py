@@ -53,9 +53,14 @@ VERDICTS = Table(
     Index(None, "ended_at"),
     Index(None, "tool", "protocol", "id"),
     # The attempts of one request, in the order they were stored (see previous_category).
-    Index("ix_verdicts_request_chain", "gateway", "request_id", "id",
-          postgresql_where=text("request_id IS NOT NULL"),
-          sqlite_where=text("request_id IS NOT NULL")),
+    Index(
+        "ix_verdicts_request_chain",
+        "gateway",
+        "request_id",
+        "id",
+        postgresql_where=text("request_id IS NOT NULL"),
+        sqlite_where=text("request_id IS NOT NULL"),
+    ),
 )
 
 

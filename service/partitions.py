@@ -46,9 +46,10 @@ def is_partitioned(engine: Engine) -> bool:
     if engine.dialect.name != "postgresql":
         return False
     with engine.connect() as connection:
-        return connection.execute(text(
-            "SELECT relkind = 'p' FROM pg_class WHERE oid = to_regclass('verdicts')")
-        ).scalar() is True
+        return (
+            connection.execute(text("SELECT relkind = 'p' FROM pg_class WHERE oid = to_regclass('verdicts')")).scalar()
+            is True
+        )
 
 
 def is_partition(name: str) -> bool:
@@ -65,9 +66,12 @@ def start_of(day: date) -> datetime:
 
 def day_partitions(connection: Connection) -> dict[date, str]:
     """The day partitions that exist, by day."""
-    names = connection.execute(text(
-        "SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid "
-        "WHERE i.inhparent = 'verdicts'::regclass")).scalars()
+    names = connection.execute(
+        text(
+            "SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid "
+            "WHERE i.inhparent = 'verdicts'::regclass"
+        )
+    ).scalars()
     found = {}
     for name in names:
         match = _DAY_NAME.match(name)
@@ -89,13 +93,20 @@ def make_day(connection: Connection, day: date) -> None:
     bounds = {"low": low, "high": high}
     connection.execute(text("LOCK TABLE verdicts IN ACCESS EXCLUSIVE MODE"))
     connection.execute(text(f"CREATE TABLE {name} (LIKE verdicts INCLUDING DEFAULTS)"))
-    moved = connection.execute(text(
-        f"WITH moved AS (DELETE FROM {DEFAULT} WHERE ended_at >= :low AND ended_at < :high "
-        f"RETURNING *) INSERT INTO {name} SELECT * FROM moved"), bounds).rowcount
+    moved = connection.execute(
+        text(
+            f"WITH moved AS (DELETE FROM {DEFAULT} WHERE ended_at >= :low AND ended_at < :high "
+            f"RETURNING *) INSERT INTO {name} SELECT * FROM moved"
+        ),
+        bounds,
+    ).rowcount
     # Times go in as literals: partition bounds take no parameters.
-    connection.execute(text(
-        f"ALTER TABLE verdicts ATTACH PARTITION {name} FOR VALUES "
-        f"FROM ('{low.isoformat()}') TO ('{high.isoformat()}')"))
+    connection.execute(
+        text(
+            f"ALTER TABLE verdicts ATTACH PARTITION {name} FOR VALUES "
+            f"FROM ('{low.isoformat()}') TO ('{high.isoformat()}')"
+        )
+    )
     if moved:
         log.info("partition %s made, %d rows moved into it from %s", name, moved, DEFAULT)
 
@@ -125,17 +136,19 @@ def drop_day(connection: Connection, name: str, batch_rows: int = DEFAULT_DELETE
     return total + more
 
 
-def _unkey_rows(connection: Connection, name: str, after: int, batch_rows: int
-                ) -> tuple[int, int]:
+def _unkey_rows(connection: Connection, name: str, after: int, batch_rows: int) -> tuple[int, int]:
     """Delete the keys of the partition's rows with an id past ``after``; returns how many,
     and the last id seen."""
     total = 0
     while True:
-        last, count = connection.execute(text(
-            f"WITH batch AS (SELECT id, gateway, stream_id FROM {name} WHERE id > :after "
-            f"ORDER BY id LIMIT :batch), "
-            f"{_unkeyed('batch')} SELECT max(id), count(*) FROM batch"),
-            {"after": after, "batch": batch_rows}).one()
+        last, count = connection.execute(
+            text(
+                f"WITH batch AS (SELECT id, gateway, stream_id FROM {name} WHERE id > :after "
+                f"ORDER BY id LIMIT :batch), "
+                f"{_unkeyed('batch')} SELECT max(id), count(*) FROM batch"
+            ),
+            {"after": after, "batch": batch_rows},
+        ).one()
         total += count
         after = after if last is None else last
         if count < batch_rows:
@@ -155,8 +168,7 @@ def make_ahead(engine: Engine, today: date, *, days_ahead: int = DAYS_AHEAD) -> 
     return made
 
 
-def prune(engine: Engine, older_than: datetime,
-          batch_rows: int = DEFAULT_DELETE_BATCH) -> int:
+def prune(engine: Engine, older_than: datetime, batch_rows: int = DEFAULT_DELETE_BATCH) -> int:
     """Drop the day partitions that end before ``older_than`` and delete the default
     partition's rows of streams that ended before it; returns how many rows went."""
     total = 0
@@ -172,11 +184,14 @@ def prune(engine: Engine, older_than: datetime,
         log.info("dropped partition %s", name)
     while True:
         with engine.begin() as connection:
-            deleted = connection.execute(text(
-                f"WITH gone AS (DELETE FROM {DEFAULT} WHERE ctid = ANY(ARRAY("
-                f"SELECT ctid FROM {DEFAULT} WHERE ended_at < :older LIMIT :batch)) "
-                f"RETURNING gateway, stream_id), {_unkeyed('gone')} SELECT count(*) FROM gone"),
-                {"older": older_than, "batch": batch_rows}).scalar_one()
+            deleted = connection.execute(
+                text(
+                    f"WITH gone AS (DELETE FROM {DEFAULT} WHERE ctid = ANY(ARRAY("
+                    f"SELECT ctid FROM {DEFAULT} WHERE ended_at < :older LIMIT :batch)) "
+                    f"RETURNING gateway, stream_id), {_unkeyed('gone')} SELECT count(*) FROM gone"
+                ),
+                {"older": older_than, "batch": batch_rows},
+            ).scalar_one()
         total += deleted
         if deleted < batch_rows:
             return total
@@ -184,13 +199,14 @@ def prune(engine: Engine, older_than: datetime,
 
 def _unkeyed(rows: str) -> str:
     """A WITH clause that deletes the keys of the rows named ``rows`` (an earlier clause)."""
-    return (f"unkeyed AS (DELETE FROM verdict_keys AS k USING {rows} "
-            f"WHERE k.gateway = {rows}.gateway AND k.stream_id = {rows}.stream_id)")
+    return (
+        f"unkeyed AS (DELETE FROM verdict_keys AS k USING {rows} "
+        f"WHERE k.gateway = {rows}.gateway AND k.stream_id = {rows}.stream_id)"
+    )
 
 
 def _take_turn(connection: Connection) -> bool:
     """Within the caller's transaction: this process's turn at making and dropping
     partitions, with a bounded wait for each lock after it."""
     connection.execute(text(f"SET LOCAL lock_timeout = '{_LOCK_TIMEOUT}'"))
-    return connection.execute(text("SELECT pg_try_advisory_xact_lock(:key)"),
-                              {"key": _UPKEEP_LOCK}).scalar() is True
+    return connection.execute(text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": _UPKEEP_LOCK}).scalar() is True

@@ -53,8 +53,14 @@ class Span:
     window: int = 3600
 
     @classmethod
-    def of(cls, *, seconds: int | None = None, since: datetime | None = None,
-           until: datetime | None = None, now: datetime | None = None) -> Span:
+    def of(
+        cls,
+        *,
+        seconds: int | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        now: datetime | None = None,
+    ) -> Span:
         now = now or utcnow()
         if since is None:
             seconds = seconds or 3600
@@ -88,13 +94,14 @@ def decode_cursor(cursor: str) -> int:
 
 # -- verdict rows ---------------------------------------------------------------------------
 
-def list_verdicts(session: Session, where: VerdictFilter, *, limit: int,
-                  cursor: str | None = None) -> tuple[list[dict], str | None]:
+
+def list_verdicts(
+    session: Session, where: VerdictFilter, *, limit: int, cursor: str | None = None
+) -> tuple[list[dict], str | None]:
     """Newest first; the cursor is the id to continue below, so pages never shift."""
     table = VERDICTS
     query = select(table).order_by(table.c.id.desc()).limit(limit + 1)
-    for column in ("tool", "protocol", "category", "gateway", "silent", "complete",
-                   "request_id"):
+    for column in ("tool", "protocol", "category", "gateway", "silent", "complete", "request_id"):
         value = getattr(where, column)
         if value is not None:
             query = query.where(table.c[column] == value)
@@ -120,13 +127,11 @@ def get_verdict(session: Session, verdict_id: int) -> dict | None:
     return None if found is None else dict(found)
 
 
-def request_attempts(session: Session, request_id: str,
-                     gateway: str | None = None) -> dict[str, list[dict]]:
+def request_attempts(session: Session, request_id: str, gateway: str | None = None) -> dict[str, list[dict]]:
     """Every stored attempt of a request, per gateway, in the order they were stored (the
     request_chain index: no scan)."""
     table = VERDICTS
-    query = (select(table).where(table.c.request_id == request_id)
-             .order_by(table.c.gateway, table.c.id))
+    query = select(table).where(table.c.request_id == request_id).order_by(table.c.gateway, table.c.id)
     if gateway is not None:
         query = query.where(table.c.gateway == gateway)
     chains: dict[str, list[dict]] = {}
@@ -137,10 +142,12 @@ def request_attempts(session: Session, request_id: str,
 
 # -- counts, from the rollups ---------------------------------------------------------------
 
+
 def _counted(session: Session, span: Span, where: RollupFilter, keys: list, counts: tuple):
     table = VerdictRollup.__table__
-    query = (select(*keys, *(func.sum(table.c[name]) for name in counts))
-             .where(table.c.minute >= span.since).group_by(*keys))
+    query = (
+        select(*keys, *(func.sum(table.c[name]) for name in counts)).where(table.c.minute >= span.since).group_by(*keys)
+    )
     if span.until is not None:
         query = query.where(table.c.minute < span.until)
     for name in RATE_DIMENSIONS:
@@ -151,8 +158,16 @@ def _counted(session: Session, span: Span, where: RollupFilter, keys: list, coun
 
 
 def _rate_group(key_values: dict) -> dict:
-    return {**key_values, "total": 0, "silent": 0, "failed": 0, "model_fallbacks": 0,
-            "bytes": 0, "by_category": {}, "silent_by_category": {}}
+    return {
+        **key_values,
+        "total": 0,
+        "silent": 0,
+        "failed": 0,
+        "model_fallbacks": 0,
+        "bytes": 0,
+        "by_category": {},
+        "silent_by_category": {},
+    }
 
 
 def _add_rates(group: dict, category: str, verdicts, silent, fallbacks, size) -> None:
@@ -163,8 +178,7 @@ def _add_rates(group: dict, category: str, verdicts, silent, fallbacks, size) ->
     group["bytes"] += int(size)
     group["by_category"][category] = group["by_category"].get(category, 0) + verdicts
     if silent:
-        group["silent_by_category"][category] = (group["silent_by_category"].get(category, 0)
-                                                 + silent)
+        group["silent_by_category"][category] = group["silent_by_category"].get(category, 0) + silent
     if category != "complete":
         group["failed"] += verdicts
 
@@ -174,8 +188,9 @@ def _with_rate(group: dict) -> dict:
     return group
 
 
-def silent_rates(session: Session, span: Span, *, by: tuple[str, ...],
-                 where: RollupFilter = RollupFilter()) -> list[dict]:
+def silent_rates(
+    session: Session, span: Span, *, by: tuple[str, ...], where: RollupFilter = RollupFilter()
+) -> list[dict]:
     """Counts per group over the span."""
     table = VerdictRollup.__table__
     keys = [table.c[name] for name in by]
@@ -185,13 +200,19 @@ def silent_rates(session: Session, span: Span, *, by: tuple[str, ...],
         group = groups.get(key)
         if group is None:
             group = groups[key] = _rate_group(dict(zip(by, key, strict=True)))
-        _add_rates(group, row[len(by)], *row[len(by) + 1:])
+        _add_rates(group, row[len(by)], *row[len(by) + 1 :])
     return [_with_rate(groups[key]) for key in sorted(groups)]
 
 
 # Bucket sizes of a series, by the span they cover: about 60 to 200 points, on round times.
-SERIES_BUCKETS = ((3600, 60), (6 * 3600, 300), (24 * 3600, 900), (3 * 86400, 3600),
-                  (7 * 86400, 2 * 3600), (31 * 86400, 6 * 3600))
+SERIES_BUCKETS = (
+    (3600, 60),
+    (6 * 3600, 300),
+    (24 * 3600, 900),
+    (3 * 86400, 3600),
+    (7 * 86400, 2 * 3600),
+    (31 * 86400, 6 * 3600),
+)
 MAX_SERIES_POINTS = 2000
 
 
@@ -210,37 +231,43 @@ def _bucket_index(session: Session, bucket_seconds: int):
     return cast(func.floor(func.extract("epoch", minute) / bucket_seconds), Integer)
 
 
-def series(session: Session, span: Span, *, bucket_seconds: int, by: str | None,
-           where: RollupFilter = RollupFilter()) -> list[dict]:
+def series(
+    session: Session, span: Span, *, bucket_seconds: int, by: str | None, where: RollupFilter = RollupFilter()
+) -> list[dict]:
     """Rates per time bucket (aligned to multiples of its size since 1970, UTC) and group."""
     table = VerdictRollup.__table__
     index = _bucket_index(session, bucket_seconds).label("bucket")
     keys = [index] + ([table.c[by]] if by else [])
     buckets: dict[int, dict[tuple, dict]] = {}
     for row in _counted(session, span, where, [*keys, table.c.category], RATE_COUNTS):
-        bucket, key = int(row[0]), tuple(row[1:len(keys)])
+        bucket, key = int(row[0]), tuple(row[1 : len(keys)])
         groups = buckets.setdefault(bucket, {})
         group = groups.get(key)
         if group is None:
             group = groups[key] = _rate_group({by: key[0]} if by else {})
-        _add_rates(group, row[len(keys)], *row[len(keys) + 1:])
+        _add_rates(group, row[len(keys)], *row[len(keys) + 1 :])
     for groups in buckets.values():  # the category breakdowns are for the rates endpoint
         for group in groups.values():
             del group["by_category"], group["silent_by_category"]
-    return [{"start": EPOCH + timedelta(seconds=bucket * bucket_seconds),
-             "groups": [_with_rate(groups[key]) for key in sorted(groups)]}
-            for bucket, groups in sorted(buckets.items())]
+    return [
+        {
+            "start": EPOCH + timedelta(seconds=bucket * bucket_seconds),
+            "groups": [_with_rate(groups[key]) for key in sorted(groups)],
+        }
+        for bucket, groups in sorted(buckets.items())
+    ]
 
 
-def retry_outcomes(session: Session, span: Span, *, by: tuple[str, ...],
-                   where: RollupFilter = RollupFilter()) -> list[dict]:
+def retry_outcomes(
+    session: Session, span: Span, *, by: tuple[str, ...], where: RollupFilter = RollupFilter()
+) -> list[dict]:
     """Retry chains per group over the span: first attempts, how many failed, the retries,
     how many recovered a failure, and the retries of a failure that was not retryable."""
     table = VerdictRollup.__table__
     keys = [table.c[name] for name in by]
     result = []
     for row in _counted(session, span, where, keys, RETRY_COUNTS):
-        counts = dict(zip(RETRY_COUNTS, map(int, row[len(by):]), strict=True))
+        counts = dict(zip(RETRY_COUNTS, map(int, row[len(by) :]), strict=True))
         if not any(counts.values()):
             continue  # a group with no verdict posted with a request_id
         counts["never_recovered"] = max(counts["first_failures"] - counts["recoveries"], 0)

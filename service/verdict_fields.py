@@ -50,24 +50,36 @@ def _text(length: int) -> String:
 # before all of these (models.VERDICTS).
 FIELDS: tuple[VerdictField, ...] = (
     VerdictField("stream_id", str, _text(128), source=POST),
-    VerdictField("gateway", str, _text(64), source=POST,
-                 description="The gateway whose credential posted the stream."),
+    VerdictField("gateway", str, _text(64), source=POST, description="The gateway whose credential posted the stream."),
     VerdictField("tool", str, _text(64), source=POST),
     # SHA-256 of the posted bytes: tells a retried post (same bytes) from a conflicting one.
     VerdictField("body_sha256", str, _text(64), source=POST, api=None),
     # Rates, rollups and retention go by ended_at.
-    VerdictField("received_at", datetime, DateTime(timezone=True), source=POST,
-                 description="When the service received the post."),
-    VerdictField("ended_at", datetime, DateTime(timezone=True), source=POST,
-                 description="When the stream ended, as the gateway said (ended_at), else when "
-                             "the post arrived."),
-    VerdictField("category", str, _text(32),
-                 description="The first failure found, in fastsse's fixed order; 'complete' "
-                             "only when none was found."),
+    VerdictField(
+        "received_at", datetime, DateTime(timezone=True), source=POST, description="When the service received the post."
+    ),
+    VerdictField(
+        "ended_at",
+        datetime,
+        DateTime(timezone=True),
+        source=POST,
+        description="When the stream ended, as the gateway said (ended_at), else when the post arrived.",
+    ),
+    VerdictField(
+        "category",
+        str,
+        _text(32),
+        description="The first failure found, in fastsse's fixed order; 'complete' only when none was found.",
+    ),
     VerdictField("complete", bool, Boolean()),
-    VerdictField("silent", bool, Boolean(), source=POST,
-                 description="Failed while the transport looked clean (transport=eof, "
-                             "upstream_status < 400): a failure clients take as success."),
+    VerdictField(
+        "silent",
+        bool,
+        Boolean(),
+        source=POST,
+        description="Failed while the transport looked clean (transport=eof, "
+        "upstream_status < 400): a failure clients take as success.",
+    ),
     VerdictField("retryable", bool, Boolean()),
     # One of fastsse's fixed sentences (it depends on more than the category), never payload.
     VerdictField("message", str, _text(200)),
@@ -90,19 +102,36 @@ FIELDS: tuple[VerdictField, ...] = (
     VerdictField("choices", int, Integer()),
     VerdictField("error_code", str, _text(64), nullable=True),
     VerdictField("limit_kind", str, _text(16), nullable=True, attr="limit", api="limit"),
-    VerdictField("model_served", str, _text(128), nullable=True, attr="model", api="model",
-                 description="The model the stream says served it."),
+    VerdictField(
+        "model_served",
+        str,
+        _text(128),
+        nullable=True,
+        attr="model",
+        api="model",
+        description="The model the stream says served it.",
+    ),
     VerdictField("model_requested", str, _text(128), nullable=True, source=POST),
-    VerdictField("model_fallback", bool, Boolean(), source=POST,
-                 description="Served by a different model than requested (a dated variant of "
-                             "the same model is not one)."),
+    VerdictField(
+        "model_fallback",
+        bool,
+        Boolean(),
+        source=POST,
+        description="Served by a different model than requested (a dated variant of the same model is not one).",
+    ),
     VerdictField("request_id", str, _text(128), nullable=True, source=POST),
     VerdictField("attempt", int, Integer(), nullable=True, source=POST),
     # The attempt stored before this one for the same gateway and request_id, if any: its
     # category and whether it was retryable.  Set when the row is written; never changed.
-    VerdictField("previous_category", str, _text(32), nullable=True, source=WRITER,
-                 description="The category of the attempt stored before this one for the same "
-                             "gateway and request_id; null for a first."),
+    VerdictField(
+        "previous_category",
+        str,
+        _text(32),
+        nullable=True,
+        source=WRITER,
+        description="The category of the attempt stored before this one for the same "
+        "gateway and request_id; null for a first.",
+    ),
     VerdictField("previous_retryable", bool, Boolean(), nullable=True, source=WRITER),
 )
 

@@ -102,9 +102,17 @@ def rollup_counts(row: dict) -> tuple[int, ...]:
     first = row["request_id"] is not None and row["previous_category"] is None
     retry = row["previous_category"] is not None
     after_failure = retry and row["previous_category"] != "complete"
-    return (1, row["silent"], row["model_fallback"], row["bytes"], first,
-            first and not row["complete"], retry, after_failure and row["complete"],
-            after_failure and row["previous_retryable"] is False)
+    return (
+        1,
+        row["silent"],
+        row["model_fallback"],
+        row["bytes"],
+        first,
+        first and not row["complete"],
+        retry,
+        after_failure and row["complete"],
+        after_failure and row["previous_retryable"] is False,
+    )
 
 
 class _Store:
@@ -154,15 +162,17 @@ class _PostgresStore(_Store):
     partitioned (service/partitions.py), a row is inserted only when its key is new in
     verdict_keys, in the same statement."""
 
-    _COUNTED = ("count(*)", "count(*) FILTER (WHERE silent)",
-                "count(*) FILTER (WHERE model_fallback)", "sum(bytes)",
-                "count(*) FILTER (WHERE request_id IS NOT NULL AND previous_category IS NULL)",
-                "count(*) FILTER (WHERE request_id IS NOT NULL AND previous_category IS NULL "
-                "AND NOT complete)",
-                "count(*) FILTER (WHERE previous_category IS NOT NULL)",
-                "count(*) FILTER (WHERE previous_category <> 'complete' AND complete)",
-                "count(*) FILTER (WHERE previous_category <> 'complete' "
-                "AND previous_retryable = false)")
+    _COUNTED = (
+        "count(*)",
+        "count(*) FILTER (WHERE silent)",
+        "count(*) FILTER (WHERE model_fallback)",
+        "sum(bytes)",
+        "count(*) FILTER (WHERE request_id IS NOT NULL AND previous_category IS NULL)",
+        "count(*) FILTER (WHERE request_id IS NOT NULL AND previous_category IS NULL AND NOT complete)",
+        "count(*) FILTER (WHERE previous_category IS NOT NULL)",
+        "count(*) FILTER (WHERE previous_category <> 'complete' AND complete)",
+        "count(*) FILTER (WHERE previous_category <> 'complete' AND previous_retryable = false)",
+    )
     assert len(_COUNTED) == len(ROLLUP_COUNTS)
     assert ROLLUP_COLUMNS[:6] == ("minute", "gateway", "tool", "protocol", "category", "shard")
 
@@ -175,26 +185,31 @@ class _PostgresStore(_Store):
         quarter of the statement's time with a week of partitions)."""
         if chained:
             category, retryable = "previous.category", "previous.retryable"
-            lookup = (" LEFT JOIN LATERAL (SELECT p.category, p.retryable FROM verdicts AS p "
-                      "WHERE r.request_id IS NOT NULL AND p.gateway = r.gateway "
-                      "AND p.request_id = r.request_id ORDER BY p.id DESC LIMIT 1) AS previous "
-                      "ON true")
+            lookup = (
+                " LEFT JOIN LATERAL (SELECT p.category, p.retryable FROM verdicts AS p "
+                "WHERE r.request_id IS NOT NULL AND p.gateway = r.gateway "
+                "AND p.request_id = r.request_id ORDER BY p.id DESC LIMIT 1) AS previous "
+                "ON true"
+            )
         else:
             category, retryable, lookup = "NULL::text", "NULL::boolean", ""
-        incoming = (f"incoming AS (SELECT {', '.join(f'r.{c}' for c in INPUT_COLUMNS)}, "
-                    f"{category} AS previous_category, {retryable} AS previous_retryable "
-                    f"FROM json_populate_recordset(NULL::verdicts, %s) AS r{lookup})")
+        incoming = (
+            f"incoming AS (SELECT {', '.join(f'r.{c}' for c in INPUT_COLUMNS)}, "
+            f"{category} AS previous_category, {retryable} AS previous_retryable "
+            f"FROM json_populate_recordset(NULL::verdicts, %s) AS r{lookup})"
+        )
         insert = f"INSERT INTO verdicts ({', '.join(INPUT_COLUMNS + CHAIN_COLUMNS)}) "
         if keyed:
-            new = (f"keyed AS (INSERT INTO verdict_keys (gateway, stream_id) "
-                   f"SELECT gateway, stream_id FROM incoming ORDER BY gateway, stream_id "
-                   f"ON CONFLICT DO NOTHING "
-                   f"RETURNING gateway, stream_id), "
-                   f"inserted AS ({insert}SELECT incoming.* FROM incoming "
-                   f"JOIN keyed USING (gateway, stream_id) ")
+            new = (
+                f"keyed AS (INSERT INTO verdict_keys (gateway, stream_id) "
+                f"SELECT gateway, stream_id FROM incoming ORDER BY gateway, stream_id "
+                f"ON CONFLICT DO NOTHING "
+                f"RETURNING gateway, stream_id), "
+                f"inserted AS ({insert}SELECT incoming.* FROM incoming "
+                f"JOIN keyed USING (gateway, stream_id) "
+            )
         else:
-            new = (f"inserted AS ({insert}SELECT * FROM incoming "
-                   f"ON CONFLICT (gateway, stream_id) DO NOTHING ")
+            new = f"inserted AS ({insert}SELECT * FROM incoming ON CONFLICT (gateway, stream_id) DO NOTHING "
         return (
             f"WITH {incoming}, {new}"
             f"RETURNING id, gateway, stream_id, ended_at, tool, protocol, category, complete, "
@@ -204,7 +219,8 @@ class _PostgresStore(_Store):
             f"gateway, tool, protocol, category, %s, {', '.join(cls._COUNTED)} FROM inserted "
             f"GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5 "
             f"ON CONFLICT ({', '.join(ROLLUP_KEY)}) DO UPDATE SET {_ADD_COUNTS}) "
-            f"SELECT gateway, stream_id, id, {', '.join(CHAIN_COLUMNS)} FROM inserted")
+            f"SELECT gateway, stream_id, id, {', '.join(CHAIN_COLUMNS)} FROM inserted"
+        )
 
     def __init__(self, engine: Engine, shard: int) -> None:
         self._connect_args = postgres_connect_args(engine)
@@ -220,8 +236,8 @@ class _PostgresStore(_Store):
         # too: the database had parsed, analysed and planned the statement at every batch,
         # two thirds of a one-row statement's time.  This one prepares what asks for it.
         connection = await psycopg.AsyncConnection.connect(
-            **{**self._connect_args, "prepare_threshold": PREPARE_ONLY_WHEN_ASKED},
-            autocommit=True)
+            **{**self._connect_args, "prepare_threshold": PREPARE_ONLY_WHEN_ASKED}, autocommit=True
+        )
         try:
             # An unpartitioned verdicts table (a schema before migration 0004, as the
             # partitioning benchmark keeps one) holds its unique key itself.
@@ -231,8 +247,7 @@ class _PostgresStore(_Store):
             await connection.close()
             raise
         keyed = found is not None and bool(found[0])
-        self._statements = {chained: self.statement(keyed=keyed, chained=chained)
-                            for chained in (False, True)}
+        self._statements = {chained: self.statement(keyed=keyed, chained=chained) for chained in (False, True)}
         self._connection = connection
         return connection
 
@@ -243,14 +258,13 @@ class _PostgresStore(_Store):
         try:
             # One wave commits as its statement ends; several (attempts of one request in one
             # batch) commit together, so that the batch is stored whole or not at all.
-            async with (connection.transaction() if len(waves) > 1 else nullcontext()), \
-                    connection.cursor() as cursor:
+            async with connection.transaction() if len(waves) > 1 else nullcontext(), connection.cursor() as cursor:
                 for wave in waves:
                     chained = any(row["request_id"] is not None for row in wave)
-                    await cursor.execute(self._statements[chained],
-                                         (_ENCODE(wave).decode(), self._shard), prepare=True)
-                    new.update(((gateway, stream_id), tuple(rest))
-                               for gateway, stream_id, *rest in await cursor.fetchall())
+                    await cursor.execute(self._statements[chained], (_ENCODE(wave).decode(), self._shard), prepare=True)
+                    new.update(
+                        ((gateway, stream_id), tuple(rest)) for gateway, stream_id, *rest in await cursor.fetchall()
+                    )
         except BaseException:
             await self._drop()
             raise
@@ -259,9 +273,10 @@ class _PostgresStore(_Store):
     async def forget_keys(self, keys: list[tuple[str, str]]) -> None:
         connection = await self._connected()
         try:
-            await connection.execute("DELETE FROM verdict_keys WHERE (gateway, stream_id) IN "
-                                     "(SELECT * FROM unnest(%s::text[], %s::text[]))",
-                                     ([g for g, _ in keys], [s for _, s in keys]))
+            await connection.execute(
+                "DELETE FROM verdict_keys WHERE (gateway, stream_id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))",
+                ([g for g, _ in keys], [s for _, s in keys]),
+            )
         except BaseException:
             await self._drop()
             raise
@@ -287,31 +302,33 @@ class _SqliteStore(_Store):
     before it, so its previous attempt is looked up among them too (and only where it has a
     request_id): no waves are needed here.  Where a batch runs: see insert()."""
 
-    _INSERT = (f"INSERT INTO verdicts ({', '.join(INPUT_COLUMNS + CHAIN_COLUMNS)}) "
-               f"VALUES ({', '.join(f':{c}' for c in INPUT_COLUMNS)}, {{}}) "
-               f"ON CONFLICT (gateway, stream_id) DO NOTHING "
-               f"RETURNING id, {', '.join(CHAIN_COLUMNS)}")
-    _PREVIOUS = ("(SELECT p.{} FROM verdicts AS p WHERE p.gateway = :gateway "
-                 "AND p.request_id = :request_id ORDER BY p.id DESC LIMIT 1)")
+    _INSERT = (
+        f"INSERT INTO verdicts ({', '.join(INPUT_COLUMNS + CHAIN_COLUMNS)}) "
+        f"VALUES ({', '.join(f':{c}' for c in INPUT_COLUMNS)}, {{}}) "
+        f"ON CONFLICT (gateway, stream_id) DO NOTHING "
+        f"RETURNING id, {', '.join(CHAIN_COLUMNS)}"
+    )
+    _PREVIOUS = (
+        "(SELECT p.{} FROM verdicts AS p WHERE p.gateway = :gateway "
+        "AND p.request_id = :request_id ORDER BY p.id DESC LIMIT 1)"
+    )
     INSERT_VERDICT = _INSERT.format("NULL, NULL")
-    INSERT_ATTEMPT = _INSERT.format(
-        f"{_PREVIOUS.format('category')}, {_PREVIOUS.format('retryable')}")
+    INSERT_ATTEMPT = _INSERT.format(f"{_PREVIOUS.format('category')}, {_PREVIOUS.format('retryable')}")
     ADD_ROLLUPS = (
         f"INSERT INTO verdict_rollups ({', '.join(ROLLUP_COLUMNS)}) "
         f"VALUES ({', '.join('?' * len(ROLLUP_COLUMNS))}) "
-        f"ON CONFLICT ({', '.join(ROLLUP_KEY)}) DO UPDATE SET {_ADD_COUNTS}")
+        f"ON CONFLICT ({', '.join(ROLLUP_KEY)}) DO UPDATE SET {_ADD_COUNTS}"
+    )
 
     def __init__(self, engine: Engine, shard: int) -> None:
         self._engine = engine
         self._shard = shard
         self._connection: PoolProxiedConnection | None = None
         self._busy_timeout_ms: int | None = None  # the connection's, as last set here
-        self.lock: _SqliteWriteLock = _SqliteWriteLock(
-            sqlite_path(engine.url.render_as_string()))
+        self.lock: _SqliteWriteLock = _SqliteWriteLock(sqlite_path(engine.url.render_as_string()))
         # Times are stored as the text SQLAlchemy stores, so that reads through SQLAlchemy
         # find them.
-        processor = VERDICTS.c.received_at.type.dialect_impl(
-            engine.dialect).bind_processor(engine.dialect)
+        processor = VERDICTS.c.received_at.type.dialect_impl(engine.dialect).bind_processor(engine.dialect)
         self._time_text = processor or datetime.isoformat
 
     async def insert(self, rows: list[dict]) -> dict[tuple[str, str], tuple]:
@@ -366,18 +383,16 @@ class _SqliteStore(_Store):
         cursor = connection.cursor()
         try:
             for row in rows:
-                statement = (self.INSERT_VERDICT if row["request_id"] is None
-                             else self.INSERT_ATTEMPT)
-                inserted = cursor.execute(statement, {
-                    **row, "received_at": text(row["received_at"]),
-                    "ended_at": text(row["ended_at"])}).fetchone()
+                statement = self.INSERT_VERDICT if row["request_id"] is None else self.INSERT_ATTEMPT
+                inserted = cursor.execute(
+                    statement, {**row, "received_at": text(row["received_at"]), "ended_at": text(row["ended_at"])}
+                ).fetchone()
                 if inserted is None:  # its key was stored before
                     continue
                 row_id, category, retryable = inserted
                 retryable = None if retryable is None else bool(retryable)
                 new[(row["gateway"], row["stream_id"])] = (row_id, category, retryable)
-                stored.append({**row, "previous_category": category,
-                               "previous_retryable": retryable})
+                stored.append({**row, "previous_category": category, "previous_retryable": retryable})
             cursor.executemany(self.ADD_ROLLUPS, self._rollups(stored))
         finally:
             cursor.close()
@@ -394,13 +409,11 @@ class _SqliteStore(_Store):
         rows in one order."""
         buckets: dict[tuple, list[int]] = {}
         for row in rows:
-            key = (minute_of(row["ended_at"]), row["gateway"], row["tool"], row["protocol"],
-                   row["category"])
+            key = (minute_of(row["ended_at"]), row["gateway"], row["tool"], row["protocol"], row["category"])
             counts = buckets.setdefault(key, [0] * len(ROLLUP_COUNTS))
             for i, count in enumerate(rollup_counts(row)):
                 counts[i] += count
-        return [(self._time_text(key[0]), *key[1:], self._shard, *counts)
-                for key, counts in sorted(buckets.items())]
+        return [(self._time_text(key[0]), *key[1:], self._shard, *counts) for key, counts in sorted(buckets.items())]
 
 
 class VerdictWriter:
@@ -458,8 +471,7 @@ class VerdictWriter:
             raise WriterUnavailable("the write queue is full")
         loop = asyncio.get_running_loop()
         done = loop.create_future()
-        self._queue.append(_Pending(row, metrics.tool_label(row["tool"], self._metrics_tools),
-                                    done))
+        self._queue.append(_Pending(row, metrics.tool_label(row["tool"], self._metrics_tools), done))
         self._arrived.set()
         metrics.DB_WRITE_QUEUE_DEPTH.inc()
         # The row may still be committed after the timeout; a retry with the same stream_id
@@ -491,8 +503,7 @@ class VerdictWriter:
                 self._arrived.clear()
                 try:
                     # Wake up now and then even when idle, so upkeep runs without traffic.
-                    await asyncio.wait_for(self._arrived.wait(),
-                                           min(self._retention_interval, 60.0))
+                    await asyncio.wait_for(self._arrived.wait(), min(self._retention_interval, 60.0))
                 except asyncio.TimeoutError:
                     await self._maintain_when_due()
                 continue
@@ -502,8 +513,7 @@ class VerdictWriter:
             # each verdict at once.
             if shared and self._batch_wait > 0 and not self._stopping:
                 await asyncio.sleep(self._batch_wait)
-            batch = [self._queue.popleft() for _ in range(min(len(self._queue),
-                                                              self._batch_size))]
+            batch = [self._queue.popleft() for _ in range(min(len(self._queue), self._batch_size))]
             metrics.DB_WRITE_QUEUE_DEPTH.dec(len(batch))
             shared = len(batch) > 1
             try:
@@ -522,8 +532,7 @@ class VerdictWriter:
             # alive for the next batch.  Database trouble is expected; anything else is a bug.
             metrics.DB_WRITE_ERRORS.inc()
             if _is_database_trouble(exc):
-                log.warning("group commit of %d verdicts failed: %s", len(batch),
-                            type(exc).__name__)
+                log.warning("group commit of %d verdicts failed: %s", len(batch), type(exc).__name__)
             else:
                 log.exception("group commit of %d verdicts failed", len(batch))
             failure = WriterUnavailable("the database is unavailable")
@@ -556,14 +565,14 @@ class VerdictWriter:
                 await self._store.forget_keys(orphans)
                 again = await self._store.insert([first_of_key[key] for key in orphans])
                 new_ids.update(again)
-                stored.update(await self._read_back([key for key in orphans
-                                                     if key not in again]))
+                stored.update(await self._read_back([key for key in orphans if key not in again]))
         except Exception as exc:
             if not _is_database_trouble(exc):
                 raise  # a bug: the whole batch is answered 503
             metrics.DB_WRITE_ERRORS.inc()
-            log.warning("after a commit of %d verdicts, the rest of the batch failed: %s",
-                        len(new_ids), type(exc).__name__)
+            log.warning(
+                "after a commit of %d verdicts, the rest of the batch failed: %s", len(new_ids), type(exc).__name__
+            )
             failed = WriterUnavailable("the database is unavailable")
         for key, (row_id, previous_category, previous_retryable) in new_ids.items():
             stored[key] = row = first_of_key[key]  # the request's own row, stored now
@@ -576,8 +585,7 @@ class VerdictWriter:
             key = (row["gateway"], row["stream_id"])
             kept = stored.get(key)
             if kept is None:  # its key and its verdict came and went again meanwhile
-                results.append(failed or WriterUnavailable(
-                    "the verdict was removed while it was being stored"))
+                results.append(failed or WriterUnavailable("the verdict was removed while it was being stored"))
             elif row is first_of_key[key] and key in new_ids:
                 results.append(WriteResult(CREATED, kept))
             elif kept["body_sha256"] == row["body_sha256"]:
@@ -616,16 +624,14 @@ class VerdictWriter:
                 if deleted:
                     log.info("pruned %d verdict rows older than %s", deleted, self._retention)
         except SQLAlchemyError as exc:
-            log.warning("database upkeep failed (tried again in a minute): %s",
-                        type(exc).__name__)
+            log.warning("database upkeep failed (tried again in a minute): %s", type(exc).__name__)
             self._next_upkeep = time.monotonic() + 60
         except Exception:  # a bug: logged, and the writer goes on storing verdicts
             log.exception("database upkeep failed (tried again in a minute)")
             self._next_upkeep = time.monotonic() + 60
 
 
-def prune(engine: Engine, older_than: datetime, *,
-          lock: AbstractContextManager | None = None) -> int:
+def prune(engine: Engine, older_than: datetime, *, lock: AbstractContextManager | None = None) -> int:
     """Remove the verdicts of streams that ended before ``older_than``; returns how many.
 
     PostgreSQL drops whole day partitions (service/partitions.py).  Otherwise the rows are
@@ -635,15 +641,18 @@ def prune(engine: Engine, older_than: datetime, *,
     if partitions.is_partitioned(engine):
         return partitions.prune(engine, older_than)
     if lock is None:
-        lock = (_SqliteWriteLock(sqlite_path(engine.url.render_as_string()))
-                if engine.dialect.name == "sqlite" else nullcontext())
+        lock = (
+            _SqliteWriteLock(sqlite_path(engine.url.render_as_string()))
+            if engine.dialect.name == "sqlite"
+            else nullcontext()
+        )
     total = 0
     while True:
         with lock, engine.begin() as connection:
-            doomed = (select(VERDICTS.c.id).where(VERDICTS.c.ended_at < older_than)
-                      .limit(PRUNE_BATCH_ROWS).scalar_subquery())
-            deleted = connection.execute(
-                delete(VERDICTS).where(VERDICTS.c.id.in_(doomed))).rowcount
+            doomed = (
+                select(VERDICTS.c.id).where(VERDICTS.c.ended_at < older_than).limit(PRUNE_BATCH_ROWS).scalar_subquery()
+            )
+            deleted = connection.execute(delete(VERDICTS).where(VERDICTS.c.id.in_(doomed))).rowcount
         total += deleted
         if deleted < PRUNE_BATCH_ROWS:
             return total
@@ -704,15 +713,17 @@ def _is_database_trouble(exc: Exception) -> bool:
     """What the database may raise at any time (answered 503 and logged without a traceback),
     from SQLAlchemy or from the driver, which the writer also uses without SQLAlchemy; any
     other exception is a bug."""
-    return (isinstance(exc, (SQLAlchemyError, WriterUnavailable))
-            or type(exc).__module__.startswith(("psycopg", "sqlite3")))
+    return isinstance(exc, (SQLAlchemyError, WriterUnavailable)) or type(exc).__module__.startswith(
+        ("psycopg", "sqlite3")
+    )
 
 
 def _report_a_crash(task: asyncio.Task) -> None:
     """The writer's task ended on an exception (a bug: it catches what the database raises)."""
     if not task.cancelled() and task.exception() is not None:
-        log.error("the verdict writer stopped; every post gets 503 until the service restarts",
-                  exc_info=task.exception())
+        log.error(
+            "the verdict writer stopped; every post gets 503 until the service restarts", exc_info=task.exception()
+        )
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:

@@ -1,5 +1,6 @@
-"""Lint and types, as part of the suite (so CI runs them with everything else): ruff with the
-rule set in pyproject.toml over the whole repository, and mypy over fastsse/ and service/."""
+"""Lint, format and types, as part of the suite (so CI runs them with everything else): ruff with the
+rule set in pyproject.toml over the whole repository, ruff format, mypy over fastsse/ and service/, and
+mypy --strict over fastsse/."""
 
 from __future__ import annotations
 
@@ -11,8 +12,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def run(*command: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", *command], cwd=REPO, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run([sys.executable, "-m", *command], cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
 def test_ruff_finds_nothing():
@@ -24,3 +24,8 @@ def test_mypy_finds_nothing():
     result = run("mypy", "--no-incremental", "--cache-dir", "/dev/null")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Success" in result.stdout
+
+
+def test_ruff_format_changes_nothing():
+    result = run("ruff", "format", "--check", "--no-cache", ".")
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -10,21 +10,21 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0002'
-down_revision = '0001'
+revision = "0002"
+down_revision = "0001"
 branch_labels = None
 depends_on = None
 
-KEY = ['minute', 'gateway', 'tool', 'protocol', 'category']
+KEY = ["minute", "gateway", "tool", "protocol", "category"]
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('verdict_rollups', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('shard', sa.Integer(), nullable=False, server_default='0'))
-        batch_op.drop_constraint('pk_verdict_rollups', type_='primary')
-        batch_op.create_primary_key('pk_verdict_rollups', KEY + ['shard'])
-    with op.batch_alter_table('verdict_rollups', schema=None) as batch_op:
-        batch_op.alter_column('shard', server_default=None)
+    with op.batch_alter_table("verdict_rollups", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("shard", sa.Integer(), nullable=False, server_default="0"))
+        batch_op.drop_constraint("pk_verdict_rollups", type_="primary")
+        batch_op.create_primary_key("pk_verdict_rollups", KEY + ["shard"])
+    with op.batch_alter_table("verdict_rollups", schema=None) as batch_op:
+        batch_op.alter_column("shard", server_default=None)
 
 
 def downgrade() -> None:
@@ -33,14 +33,16 @@ def downgrade() -> None:
         "CREATE TABLE verdict_rollups_merged AS SELECT minute, gateway, tool, protocol, "
         "category, SUM(verdicts) AS verdicts, SUM(silent) AS silent, "
         "SUM(model_fallbacks) AS model_fallbacks, SUM(bytes) AS bytes FROM verdict_rollups "
-        "GROUP BY minute, gateway, tool, protocol, category")
+        "GROUP BY minute, gateway, tool, protocol, category"
+    )
     op.execute("DELETE FROM verdict_rollups")
-    with op.batch_alter_table('verdict_rollups', schema=None) as batch_op:
-        batch_op.drop_constraint('pk_verdict_rollups', type_='primary')
-        batch_op.drop_column('shard')
-        batch_op.create_primary_key('pk_verdict_rollups', KEY)
+    with op.batch_alter_table("verdict_rollups", schema=None) as batch_op:
+        batch_op.drop_constraint("pk_verdict_rollups", type_="primary")
+        batch_op.drop_column("shard")
+        batch_op.create_primary_key("pk_verdict_rollups", KEY)
     op.execute(
         "INSERT INTO verdict_rollups (minute, gateway, tool, protocol, category, verdicts, "
         "silent, model_fallbacks, bytes) SELECT minute, gateway, tool, protocol, category, "
-        "verdicts, silent, model_fallbacks, bytes FROM verdict_rollups_merged")
-    op.drop_table('verdict_rollups_merged')
+        "verdicts, silent, model_fallbacks, bytes FROM verdict_rollups_merged"
+    )
+    op.drop_table("verdict_rollups_merged")

@@ -45,14 +45,15 @@ def ingest_caller(state, headers: Mapping[str, str]) -> Gateway:
     if authorization is not None:
         name = state.ingest_credentials.bearer(authorization)
         if name is None:
-            raise HTTPException(401, "the bearer token is not a gateway's ingest token",
-                                headers=UNAUTHORIZED)
+            raise HTTPException(401, "the bearer token is not a gateway's ingest token", headers=UNAUTHORIZED)
         return Gateway(name)
-    check = state.ingest_credentials.webhook(
-        headers, tolerance_seconds=state.settings.webhook_tolerance_seconds)
+    check = state.ingest_credentials.webhook(headers, tolerance_seconds=state.settings.webhook_tolerance_seconds)
     if check is None:
-        raise HTTPException(401, "send Authorization: Bearer <ingest token>, or sign the post "
-                                 "with Standard Webhooks headers", headers=UNAUTHORIZED)
+        raise HTTPException(
+            401,
+            "send Authorization: Bearer <ingest token>, or sign the post with Standard Webhooks headers",
+            headers=UNAUTHORIZED,
+        )
     if check.problem is not None:
         raise HTTPException(401, check.problem, headers=UNAUTHORIZED)
     return Gateway(None, check)
@@ -65,18 +66,19 @@ async def read_caller(request: Request) -> str:
     """A team with a read token: in the Authorization header, or signed in to the dashboard."""
     credentials = request.app.state.read_credentials
     authorization = request.headers.get("authorization")
-    name = (credentials.bearer(authorization) if authorization is not None
-            else credentials.session(request.cookies.get(SESSION_COOKIE)))
+    name = (
+        credentials.bearer(authorization)
+        if authorization is not None
+        else credentials.session(request.cookies.get(SESSION_COOKIE))
+    )
     if name is None:
-        raise HTTPException(401, "send Authorization: Bearer <read token>, or sign in at /signin",
-                            headers=UNAUTHORIZED)
+        raise HTTPException(401, "send Authorization: Bearer <read token>, or sign in at /signin", headers=UNAUTHORIZED)
     return name
 
 
 def invalid_parameter(name: str, value: str, reason: str) -> RequestValidationError:
     """A 422 shaped like FastAPI's own, so clients read every bad-parameter answer one way."""
-    return RequestValidationError([{"type": "value_error", "loc": ("query", name), "msg": reason,
-                                    "input": value}])
+    return RequestValidationError([{"type": "value_error", "loc": ("query", name), "msg": reason, "input": value}])
 
 
 ReadCaller = Annotated[str, Depends(read_caller)]

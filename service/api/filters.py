@@ -62,8 +62,9 @@ def _a_category(value: str) -> str:
 
 # A category filter: one of fastsse's own (a misspelt one is a 422 that lists them, not an
 # empty page).
-CategoryName = Annotated[str, AfterValidator(_a_category),
-                         WithJsonSchema({"type": "string", "enum": list(fastsse.CATEGORIES)})]
+CategoryName = Annotated[
+    str, AfterValidator(_a_category), WithJsonSchema({"type": "string", "enum": list(fastsse.CATEGORIES)})
+]
 
 
 def parse_by(text: str) -> tuple[str, ...]:
@@ -76,13 +77,21 @@ def parse_by(text: str) -> tuple[str, ...]:
 
 async def time_span(
     # The patterns document the forms; the parsers check them and say what is wrong.
-    window: Annotated[str, Query(description="Seconds, or 15m / 1h / 7d (1 minute to 400 days): "
-                                             "the span that ends now.",
-                                 json_schema_extra={"pattern": r"^\d+[smhd]?$"})] = "3600",
-    since: Annotated[IsoTime | None, Query(description=(
-        "ISO 8601 (no zone means UTC): the span starts here instead, at the minute."))] = None,
-    until: Annotated[IsoTime | None, Query(description=(
-        "ISO 8601: with since, the span ends here (the minute excluded) instead of now."))] = None,
+    window: Annotated[
+        str,
+        Query(
+            description="Seconds, or 15m / 1h / 7d (1 minute to 400 days): the span that ends now.",
+            json_schema_extra={"pattern": r"^\d+[smhd]?$"},
+        ),
+    ] = "3600",
+    since: Annotated[
+        IsoTime | None,
+        Query(description=("ISO 8601 (no zone means UTC): the span starts here instead, at the minute.")),
+    ] = None,
+    until: Annotated[
+        IsoTime | None,
+        Query(description=("ISO 8601: with since, the span ends here (the minute excluded) instead of now.")),
+    ] = None,
 ) -> Span:
     try:
         seconds = parse_window(window)
@@ -107,8 +116,9 @@ async def group_filter(
 
 
 async def grouping(
-    by: Annotated[str, Query(description="Group by any of gateway,tool,protocol.",
-                             json_schema_extra={"pattern": BY_PATTERN})] = "tool,protocol",
+    by: Annotated[
+        str, Query(description="Group by any of gateway,tool,protocol.", json_schema_extra={"pattern": BY_PATTERN})
+    ] = "tool,protocol",
 ) -> tuple[str, ...]:
     try:
         return parse_by(by)
@@ -119,4 +129,3 @@ async def grouping(
 SpanDep = Annotated[Span, Depends(time_span)]
 FilterDep = Annotated[RollupFilter, Depends(group_filter)]
 GroupingDep = Annotated[tuple[str, ...], Depends(grouping)]
-

@@ -36,8 +36,7 @@ else:
     VerdictOut = create_model(
         "VerdictOut",
         __base__=_StoredVerdict,
-        __doc__="A stored verdict: fastsse's verdict fields plus what the service knows of "
-                "the stream.",
+        __doc__="A stored verdict: fastsse's verdict fields plus what the service knows of the stream.",
         id=(int, ...),
         **{f.api_name: _api_field(f) for f in FIELDS if f.api_name is not None},
     )
@@ -71,15 +70,13 @@ class ValidationProblem(BaseModel):
 
 class VerdictPage(BaseModel):
     verdicts: list[VerdictOut]
-    next_cursor: str | None = Field(description="Pass as ?cursor= for the next (older) page; "
-                                                "null on the last page.")
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next (older) page; null on the last page.")
 
 
 class Counts(BaseModel):
     total: int = Field(description="Verdicts stored.")
     silent: int = Field(description="Of them, failed while the transport looked clean.")
-    rate: float = Field(description="silent / total: the share of streams that failed silently "
-                                    "(0 when total is 0).")
+    rate: float = Field(description="silent / total: the share of streams that failed silently (0 when total is 0).")
     failed: int = Field(description="Verdicts whose category is not complete.")
     model_fallbacks: int = Field(description="Streams served by another model than requested.")
     bytes: int
@@ -94,8 +91,7 @@ class RateGroup(Counts):
 
 
 class Rates(BaseModel):
-    window: int = Field(description="Seconds covered (whole minutes; without until, the "
-                                    "current minute included).")
+    window: int = Field(description="Seconds covered (whole minutes; without until, the current minute included).")
     since: datetime
     until: datetime | None = Field(None, description="The first minute not covered; null: now.")
     by: list[str]
@@ -116,8 +112,7 @@ class SeriesPoint(BaseModel):
 class Series(BaseModel):
     since: datetime
     until: datetime | None = Field(None, description="The first minute not covered; absent: now.")
-    bucket: int = Field(description="Seconds per bucket; buckets start at multiples of it "
-                                    "since 1970-01-01 UTC.")
+    bucket: int = Field(description="Seconds per bucket; buckets start at multiples of it since 1970-01-01 UTC.")
     by: str | None
     points: list[SeriesPoint] = Field(description="Buckets with at least one verdict, in order.")
 
@@ -130,11 +125,14 @@ class RetryGroup(BaseModel):
     first_failures: int = Field(description="Of them, failed.")
     retries: int = Field(description="Attempts that followed an earlier one of their request.")
     recoveries: int = Field(description="Retries that completed after a failed attempt.")
-    never_recovered: int = Field(description="first_failures - recoveries (at least 0): failed "
-                                             "requests no retry has completed yet.")
-    retries_of_final: int = Field(description="Retries of a failure that was not retryable "
-                                              "(a token limit, a filter): the same request "
-                                              "hits the same wall.")
+    never_recovered: int = Field(
+        description="first_failures - recoveries (at least 0): failed requests no retry has completed yet."
+    )
+    retries_of_final: int = Field(
+        description="Retries of a failure that was not retryable "
+        "(a token limit, a filter): the same request "
+        "hits the same wall."
+    )
 
 
 class Retries(BaseModel):

@@ -63,13 +63,11 @@ def generation(method: str, path: str, body: bytes, query: bytes = b"") -> Gener
     gemini = _GEMINI.search(path)
     if gemini:
         sse = b"alt=sse" in query.split(b"&")
-        return Generation("gemini", gemini["method"] == "streamGenerateContent" and sse,
-                          model_name(gemini["model"]))
+        return Generation("gemini", gemini["method"] == "streamGenerateContent" and sse, model_name(gemini["model"]))
     for suffix, protocol in _ENDPOINTS:
         if path.endswith(suffix):
             fields = _json_object(body)
-            return Generation(protocol, fields.get("stream") is True,
-                              model_name(fields.get("model")))
+            return Generation(protocol, fields.get("stream") is True, model_name(fields.get("model")))
     return None
 
 
@@ -111,16 +109,14 @@ class RequestTracker:
     2, 3, ...  Only a digest of each request is kept, at most ``capacity`` of them (the least
     recently seen are forgotten first)."""
 
-    def __init__(self, window_seconds: float = 600.0, capacity: int = 20_000,
-                 clock=time.monotonic) -> None:
+    def __init__(self, window_seconds: float = 600.0, capacity: int = 20_000, clock=time.monotonic) -> None:
         self.window_seconds = window_seconds
         self.capacity = capacity
         self._clock = clock
         self._seen: OrderedDict[bytes, list] = OrderedDict()  # digest -> [request_id, n, at]
 
     def attempt(self, method: str, path: str, body: bytes, credential: str = "") -> Attempt:
-        digest = hashlib.sha256(b"\0".join((method.encode(), path.encode(),
-                                            credential.encode(), body))).digest()
+        digest = hashlib.sha256(b"\0".join((method.encode(), path.encode(), credential.encode(), body))).digest()
         now = self._clock()
         entry = self._seen.get(digest)
         if entry is not None and now - entry[2] <= self.window_seconds:
@@ -140,6 +136,9 @@ def credential(headers: dict[str, str], query: bytes = b"") -> str:
     """What tells one caller from another (two users asking the same thing are not retries):
     the API key, wherever the client put it (Gemini's may be the ``key`` query parameter)."""
     keys = [part for part in query.split(b"&") if part.startswith(b"key=")]
-    return "\0".join([*(headers.get(name, "") for name in ("authorization", "x-api-key",
-                                                           "x-goog-api-key")),
-                       *(key.decode("latin-1") for key in keys)])
+    return "\0".join(
+        [
+            *(headers.get(name, "") for name in ("authorization", "x-api-key", "x-goog-api-key")),
+            *(key.decode("latin-1") for key in keys),
+        ]
+    )

@@ -30,8 +30,9 @@ from .spool import Poster, Spool
 log = logging.getLogger("service.tap")
 
 # RFC 9110 §7.6.1: these describe one connection, never forwarded.  Host is the upstream's.
-HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding",
-                        b"te", b"trailer", b"upgrade", b"host"})
+HOP_BY_HOP = frozenset(
+    {b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"te", b"trailer", b"upgrade", b"host"}
+)
 _DECODABLE = {"gzip", "x-gzip", "deflate"}
 
 
@@ -80,14 +81,23 @@ class Capture:
 class Tap:
     """The ASGI application of ``fastsse-service tap``."""
 
-    def __init__(self, settings: TapSettings, *,
-                 upstream_transport: httpx.AsyncBaseTransport | None = None,
-                 ingest_transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        settings: TapSettings,
+        *,
+        upstream_transport: httpx.AsyncBaseTransport | None = None,
+        ingest_transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         self.settings = settings
         self.upstream = httpx.URL(settings.upstream)
         self.spool = Spool(settings.spool_dir, settings.spool_max_bytes)
-        self.poster = Poster(self.spool, settings.ingest, settings.ingest_token,
-                             concurrency=settings.post_concurrency, transport=ingest_transport)
+        self.poster = Poster(
+            self.spool,
+            settings.ingest,
+            settings.ingest_token,
+            concurrency=settings.post_concurrency,
+            transport=ingest_transport,
+        )
         self.tracker = RequestTracker(settings.retry_window_seconds)
         self._upstream_transport = upstream_transport
         self._client: httpx.AsyncClient | None = None
@@ -100,19 +110,26 @@ class Tap:
 
     # -- lifespan -------------------------------------------------------------------------
     async def startup(self) -> None:
-        limits = httpx.Limits(max_connections=self.settings.max_upstream_connections,
-                              max_keepalive_connections=100)
-        timeout = httpx.Timeout(connect=self.settings.connect_timeout_seconds,
-                                read=self.settings.idle_timeout_seconds, write=60.0,
-                                pool=self.settings.connect_timeout_seconds)
-        self._client = httpx.AsyncClient(limits=limits, timeout=timeout, follow_redirects=False,
-                                         transport=self._upstream_transport, trust_env=False)
+        limits = httpx.Limits(max_connections=self.settings.max_upstream_connections, max_keepalive_connections=100)
+        timeout = httpx.Timeout(
+            connect=self.settings.connect_timeout_seconds,
+            read=self.settings.idle_timeout_seconds,
+            write=60.0,
+            pool=self.settings.connect_timeout_seconds,
+        )
+        self._client = httpx.AsyncClient(
+            limits=limits, timeout=timeout, follow_redirects=False, transport=self._upstream_transport, trust_env=False
+        )
         for name in ("accept", "accept-encoding", "user-agent"):  # httpx's own: only the
-            del self._client.headers[name]                         # client's are forwarded
+            del self._client.headers[name]  # client's are forwarded
         await self.poster.start()
         waiting = self.poster.waiting()
-        log.info("tap forwarding to %s, verdicts to %s%s", self.upstream, self.settings.ingest,
-                 f" ({waiting} spooled streams to post)" if waiting else "")
+        log.info(
+            "tap forwarding to %s, verdicts to %s%s",
+            self.upstream,
+            self.settings.ingest,
+            f" ({waiting} spooled streams to post)" if waiting else "",
+        )
 
     async def shutdown(self) -> None:
         if self._spooling:
@@ -120,8 +137,7 @@ class Tap:
         await self.poster.stop(self.settings.shutdown_grace_seconds)
         left = self.poster.waiting()
         if left:
-            log.warning("%d streams stay spooled in %s for the next start", left,
-                        self.spool.pending_dir)
+            log.warning("%d streams stay spooled in %s for the next start", left, self.spool.pending_dir)
         if self._client is not None:
             await self._client.aclose()
 
@@ -153,8 +169,11 @@ class Tap:
         except ClientGone:
             return  # hung up before its request was whole: nothing to forward
         if body is None:
-            await _plain(send, 413, "the request body is larger than the tap's "
-                                    f"TAP_MAX_REQUEST_BYTES ({self.settings.max_request_bytes})")
+            await _plain(
+                send,
+                413,
+                f"the request body is larger than the tap's TAP_MAX_REQUEST_BYTES ({self.settings.max_request_bytes})",
+            )
             return
         # Headers travel as the bytes they are (names lowercased by the server): a value
         # outside ASCII passes through unchanged, never re-encoded.
@@ -163,9 +182,9 @@ class Tap:
         path, query = scope["path"], scope.get("query_string") or b""
         asked = generation(scope["method"], path, body, query)
         assert self._client is not None, "startup() first"
-        request = self._client.build_request(scope["method"], self._upstream_url(scope),
-                                             headers=_forwarded(raw_headers, request=True),
-                                             content=body)
+        request = self._client.build_request(
+            scope["method"], self._upstream_url(scope), headers=_forwarded(raw_headers, request=True), content=body
+        )
         response = await self._send_unless_hung_up(request, receive, send)
         if response is None:
             return
@@ -194,15 +213,15 @@ class Tap:
             return sending.result()
         except httpx.PoolTimeout:
             log.warning("all %d upstream connections busy", self.settings.max_upstream_connections)
-            await _plain(send, 503, "the tap's upstream connections are all busy "
-                                    "(TAP_MAX_UPSTREAM_CONNECTIONS); retry later")
+            await _plain(
+                send, 503, "the tap's upstream connections are all busy (TAP_MAX_UPSTREAM_CONNECTIONS); retry later"
+            )
         except httpx.HTTPError as exc:
             log.warning("upstream %s unreachable: %s", self.upstream, type(exc).__name__)
             await _plain(send, 502, f"the tap could not reach its upstream ({type(exc).__name__})")
         return None
 
-    async def _answer(self, scope, receive, send, body: bytes, named: dict, asked,
-                      response: httpx.Response) -> None:
+    async def _answer(self, scope, receive, send, body: bytes, named: dict, asked, response: httpx.Response) -> None:
         path, query = scope["path"], scope.get("query_string") or b""
         if asked is None or not (asked.streamed or _is_event_stream(response)):
             outcome = await self._relay(response, receive, send)
@@ -210,13 +229,11 @@ class Tap:
                 raise UpstreamBroke(outcome)
             return
         attempt = self.tracker.attempt(scope["method"], path, body, credential(named, query))
-        capture = Capture(response.headers.get("content-encoding", ""),
-                          self.settings.max_capture_bytes)
+        capture = Capture(response.headers.get("content-encoding", ""), self.settings.max_capture_bytes)
         outcome = await self._relay(response, receive, send, capture, asked.protocol)
         if outcome is None:
             self.hung_up += 1
-            log.info("client hung up before the answer's end: not judged (%d so far)",
-                     self.hung_up)
+            log.info("client hung up before the answer's end: not judged (%d so far)", self.hung_up)
             return
         params = {
             "stream_id": uuid.uuid4().hex,
@@ -263,13 +280,15 @@ class Tap:
         target = base + raw_path + (b"?" + query if query else b"")
         return self.upstream.copy_with(raw_path=target)
 
-    async def _relay(self, response: httpx.Response, receive, send,
-                     capture: Capture | None = None, protocol: str = "auto") -> str | None:
+    async def _relay(
+        self, response: httpx.Response, receive, send, capture: Capture | None = None, protocol: str = "auto"
+    ) -> str | None:
         """Stream the upstream's answer to the client as it comes.  How the upstream ended it
         (a transport of fastsse.TRANSPORTS), or None when the client hung up first (unless
         what it had been sent was already a complete stream: then "eof")."""
-        await send({"type": "http.response.start", "status": response.status_code,
-                    "headers": _forwarded(response.headers.raw)})
+        await send(
+            {"type": "http.response.start", "status": response.status_code, "headers": _forwarded(response.headers.raw)}
+        )
         # A client that hangs up is noticed at once (not at the upstream's next byte, which
         # may be minutes away): the watcher cancels this task, which then tells it from any
         # other cancellation by `hung_up`.  One watcher per answer, nothing per chunk.
@@ -322,8 +341,12 @@ class Tap:
                 log.error("stream %s not spooled: %s", params["stream_id"], exc)
                 return
             if spooled is None:
-                log.warning("spool full (SPOOL_MAX_BYTES %d): stream %s dropped, %d so far",
-                            self.spool.max_bytes, params["stream_id"], self.spool.dropped)
+                log.warning(
+                    "spool full (SPOOL_MAX_BYTES %d): stream %s dropped, %d so far",
+                    self.spool.max_bytes,
+                    params["stream_id"],
+                    self.spool.dropped,
+                )
                 return
             self.poster.submit(spooled)
 
@@ -331,23 +354,29 @@ class Tap:
 async def _plain(send, status: int, detail: str) -> None:
     """An answer of the tap's own (never the upstream's): JSON, as the service's errors."""
     body = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
-def _forwarded(headers: list[tuple[bytes, bytes]], *, request: bool = False
-               ) -> list[tuple[bytes, bytes]]:
+def _forwarded(headers: list[tuple[bytes, bytes]], *, request: bool = False) -> list[tuple[bytes, bytes]]:
     """Headers as the next hop gets them, as bytes: all but the hop-by-hop ones (and those the
     Connection header names).  A request's length is left to httpx, which sends the body it
     was given; an answer's is kept (its body is relayed byte for byte, so it still holds, and
     a body cut short of it shows the client the cut)."""
-    named = {token.strip().lower() for name, value in headers if name.lower() == b"connection"
-             for token in value.split(b",")}
-    return [(name, value) for name, value in headers
-            if (low := name.lower()) not in HOP_BY_HOP and low not in named
-            and not (request and low == b"content-length")]
+    named = {
+        token.strip().lower() for name, value in headers if name.lower() == b"connection" for token in value.split(b",")
+    }
+    return [
+        (name, value)
+        for name, value in headers
+        if (low := name.lower()) not in HOP_BY_HOP and low not in named and not (request and low == b"content-length")
+    ]
 
 
 def _is_event_stream(response: httpx.Response) -> bool:
@@ -376,15 +405,23 @@ class QuietBreaks(logging.Filter):
         return not (record.exc_info and isinstance(record.exc_info[1], UpstreamBroke))
 
 
-def run(settings: TapSettings, host: str, port: int, log_config: dict | None = None,
-        http: str = "auto") -> None:
+def run(settings: TapSettings, host: str, port: int, log_config: dict | None = None, http: str = "auto") -> None:
     """Serve the tap with uvicorn until SIGINT or SIGTERM (then: let the open answers finish
     for a while, post what the grace period allows, keep the rest spooled)."""
     import uvicorn
 
-    config = uvicorn.Config(Tap(settings), host=host, port=port, lifespan="on",
-                            log_level=settings.log_level, log_config=log_config, http=http,
-                            access_log=False, server_header=False, date_header=False,
-                            timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) + 30)
+    config = uvicorn.Config(
+        Tap(settings),
+        host=host,
+        port=port,
+        lifespan="on",
+        log_level=settings.log_level,
+        log_config=log_config,
+        http=http,
+        access_log=False,
+        server_header=False,
+        date_header=False,
+        timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) + 30,
+    )
     logging.getLogger("uvicorn.error").addFilter(QuietBreaks())  # after uvicorn's dictConfig
     uvicorn.Server(config).run()

@@ -59,8 +59,7 @@ class Spool:
         self._lock = threading.Lock()
         for stale in self.pending_dir.glob("*.tmp"):  # a write cut short by a crash
             stale.unlink(missing_ok=True)
-        self.used_bytes = sum(p.stat().st_size for d in (self.pending_dir, self.rejected_dir)
-                              for p in d.iterdir())
+        self.used_bytes = sum(p.stat().st_size for d in (self.pending_dir, self.rejected_dir) for p in d.iterdir())
 
     def put(self, params: dict, body: bytes) -> Spooled | None:
         header = json.dumps(params, separators=(",", ":")).encode() + b"\n"
@@ -130,9 +129,16 @@ class Poster:
     """Posts spooled captures to ``{ingest}/v1/streams`` with ``concurrency`` posters; each
     request's attempts go to the same poster, in the order they were spooled."""
 
-    def __init__(self, spool: Spool, ingest_url: str, token: str, *, concurrency: int = 4,
-                 timeout_seconds: float = 30.0, transport: httpx.AsyncBaseTransport | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        spool: Spool,
+        ingest_url: str,
+        token: str,
+        *,
+        concurrency: int = 4,
+        timeout_seconds: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         self.spool = spool
         self.url = ingest_url.rstrip("/") + "/v1/streams"
         self.headers = {"authorization": f"Bearer {token}"} if token else {}
@@ -145,12 +151,12 @@ class Poster:
         self._outstanding = 0
 
     async def start(self) -> None:
-        self._client = httpx.AsyncClient(timeout=self.timeout_seconds, transport=self._transport,
-                                         trust_env=False)
+        self._client = httpx.AsyncClient(timeout=self.timeout_seconds, transport=self._transport, trust_env=False)
         for spooled in await asyncio.to_thread(self.spool.pending):
             self.submit(spooled)
-        self._workers = [asyncio.create_task(self._work(queue), name=f"tap-poster-{n}")
-                         for n, queue in enumerate(self._queues)]
+        self._workers = [
+            asyncio.create_task(self._work(queue), name=f"tap-poster-{n}") for n, queue in enumerate(self._queues)
+        ]
 
     def submit(self, spooled: Spooled) -> None:
         index = zlib.crc32(spooled.partition.encode()) % len(self._queues)
@@ -207,11 +213,9 @@ class Poster:
             return None
         assert self._client is not None, "start() first"
         try:
-            response = await self._client.post(self.url, params=params, content=body,
-                                               headers=self.headers)
+            response = await self._client.post(self.url, params=params, content=body, headers=self.headers)
         except httpx.HTTPError as exc:
-            log.warning("verdict service unreachable (%s); %s stays spooled",
-                        type(exc).__name__, params["stream_id"])
+            log.warning("verdict service unreachable (%s); %s stays spooled", type(exc).__name__, params["stream_id"])
             return 0
         status = response.status_code
         if status < 300:
@@ -222,15 +226,23 @@ class Poster:
         if status in _REJECTED:
             await asyncio.to_thread(self.spool.reject, name)
             self.refused += 1
-            log.error("the verdict service refused stream %s for good (%d: %s); kept in %s",
-                      params["stream_id"], status, detail, self.spool.rejected_dir)
+            log.error(
+                "the verdict service refused stream %s for good (%d: %s); kept in %s",
+                params["stream_id"],
+                status,
+                detail,
+                self.spool.rejected_dir,
+            )
             return None
         if status in _MISCONFIGURED:
-            log.error("the verdict service refuses the tap's posts (%d: %s): check TAP_INGEST "
-                      "and the token; streams stay spooled until it is fixed", status, detail)
+            log.error(
+                "the verdict service refuses the tap's posts (%d: %s): check TAP_INGEST "
+                "and the token; streams stay spooled until it is fixed",
+                status,
+                detail,
+            )
             return _BACKOFF_CAP
-        log.warning("the verdict service answered %d (%s); %s stays spooled", status, detail,
-                    params["stream_id"])
+        log.warning("the verdict service answered %d (%s); %s stays spooled", status, detail, params["stream_id"])
         return _retry_after(response)
 
 

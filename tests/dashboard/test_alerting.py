@@ -50,8 +50,7 @@ def test_every_alert_fires_and_stays_quiet_when_it_should(promtool):
     alerts = re.findall(r"^\s+- alert: (\w+)$", RULES.read_text(), re.MULTILINE)
     for alert in alerts:
         # a case where it fires (exp_alerts with labels) and one where it does not
-        cases = re.findall(rf"alertname: {alert}\n\s+exp_alerts:(.*?)(?=\n\s+- eval_time|\n  - |\Z)",
-                           text, re.DOTALL)
+        cases = re.findall(rf"alertname: {alert}\n\s+exp_alerts:(.*?)(?=\n\s+- eval_time|\n  - |\Z)", text, re.DOTALL)
         assert any("exp_labels" in case for case in cases), f"{alert} never fires in a test"
         assert any(case.strip().startswith("[]") for case in cases), f"{alert} always fires"
 
@@ -103,17 +102,22 @@ SERIES = {
 # panel title -> its expressions' results, as we expect them: {labels: value}
 EXPECTED = {
     "Silent-failure rate, tool × protocol (over the time range)": [
-        {'tool="codex",protocol="chat"': 0.1, 'tool="claude-code",protocol="anthropic"': 0.2}],
+        {'tool="codex",protocol="chat"': 0.1, 'tool="claude-code",protocol="anthropic"': 0.2}
+    ],
     "Streams, tool × protocol (over the time range)": [
-        {'tool="codex",protocol="chat"': 600, 'tool="claude-code",protocol="anthropic"': 300}],
+        {'tool="codex",protocol="chat"': 600, 'tool="claude-code",protocol="anthropic"': 300}
+    ],
     "Silent-failure rate over time (5 min)": [
-        {'tool="codex",protocol="chat"': 0.1, 'tool="claude-code",protocol="anthropic"': 0.2}],
-    "Streams per second": [
-        {'tool="codex",protocol="chat"': 1, 'tool="claude-code",protocol="anthropic"': 0.5}],
-    "How they failed (over the time range)": [
-        {'category="no_end_marker"': 60, 'category="truncated_length"': 60}],
+        {'tool="codex",protocol="chat"': 0.1, 'tool="claude-code",protocol="anthropic"': 0.2}
+    ],
+    "Streams per second": [{'tool="codex",protocol="chat"': 1, 'tool="claude-code",protocol="anthropic"': 0.5}],
+    "How they failed (over the time range)": [{'category="no_end_marker"': 60, 'category="truncated_length"': 60}],
     "Retries by tool (over the time range)": [
-        {'tool="codex"': 100}, {'tool="codex"': 20}, {'tool="codex"': 10}, {'tool="codex"': 10}],
+        {'tool="codex"': 100},
+        {'tool="codex"': 20},
+        {'tool="codex"': 10},
+        {'tool="codex"': 10},
+    ],
     "Model fallback rate by tool (5 min)": [{'tool="codex"': 0.05, 'tool="claude-code"': 0}],
     "Ingest answers per second, by status": [{'status="201"': 1.5, 'status="503"': 0}],
     "Write queue saturation": [{"": 0.01}],
@@ -145,18 +149,28 @@ def test_the_grafana_expressions_give_the_right_numbers(promtool, tmp_path):
     cases = []
     for title, exprs in by_panel.items():
         for expr, expected in zip(exprs, EXPECTED[title], strict=True):
-            concrete = (expr.replace("$tool", ".*").replace("$protocol", ".*")
-                        .replace("$__range", "10m").replace("$__rate_interval", "5m"))
+            concrete = (
+                expr.replace("$tool", ".*")
+                .replace("$protocol", ".*")
+                .replace("$__range", "10m")
+                .replace("$__rate_interval", "5m")
+            )
             # a bare selector keeps the series' name; an aggregation or a division does not
             bare = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?$", concrete)
             name = bare.group(1) if bare else ""
-            samples = [{"labels": name + "{" + labels + "}", "value": value}
-                       for labels, value in expected.items()]
+            samples = [{"labels": name + "{" + labels + "}", "value": value} for labels, value in expected.items()]
             cases.append({"expr": concrete, "eval_time": "20m", "exp_samples": samples})
-    test = {"rule_files": [str(RULES)], "evaluation_interval": "1m", "tests": [{
-        "interval": "1m",
-        "input_series": [{"series": name, "values": values} for name, values in SERIES.items()],
-        "promql_expr_test": cases}]}
+    test = {
+        "rule_files": [str(RULES)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": name, "values": values} for name, values in SERIES.items()],
+                "promql_expr_test": cases,
+            }
+        ],
+    }
     path = tmp_path / "grafana_test.yml"
     path.write_text(json.dumps(test))  # JSON is YAML
     assert "SUCCESS" in run(promtool, "test", "rules", str(path))

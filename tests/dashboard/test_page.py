@@ -33,8 +33,12 @@ POSTS = [
 def post_all(base_url: str, posts=POSTS, prefix: str = "s") -> None:
     with httpx.Client(base_url=base_url, timeout=30) as http:
         for i, (tool, protocol, fault, request_id, attempt) in enumerate(posts):
-            params = {"stream_id": f"{prefix}{i}", "tool": tool, "protocol": protocol,
-                      "transport": "reset" if fault == "reset" else "eof"}
+            params = {
+                "stream_id": f"{prefix}{i}",
+                "tool": tool,
+                "protocol": protocol,
+                "transport": "reset" if fault == "reset" else "eof",
+            }
             if request_id:
                 params.update(request_id=request_id, attempt=attempt)
             body = wire(protocol, fault, seed=i).body
@@ -57,8 +61,7 @@ def sign_in(page, base_url: str, token: str = READ_SECRET, path: str = "/") -> N
 
 
 def rates(base_url: str, **params) -> dict:
-    return httpx.get(f"{base_url}/v1/rates", params={"by": "tool,protocol", **params},
-                     headers=READ).json()
+    return httpx.get(f"{base_url}/v1/rates", params={"by": "tool,protocol", **params}, headers=READ).json()
 
 
 def wait_for(condition, timeout: float = 15.0):
@@ -121,11 +124,25 @@ def test_the_page_shows_what_the_api_says(browser, dashboard, artifacts, databas
             by_category[category] = by_category.get(category, 0) + count
     rows = page.locator("#categories tbody tr").all_inner_texts()
     shown = [row.split("\t")[0].strip() for row in rows]
-    expected = [c for c in ("limit_exceeded", "transport_error", "upstream_error",
-                            "no_end_marker", "buffer_residual", "malformed_event",
-                            "sequence_gap", "missing_finish_reason", "reasoning_exhausted",
-                            "truncated_length", "content_filtered", "tool_call_malformed",
-                            "empty_output") if c in by_category]
+    expected = [
+        c
+        for c in (
+            "limit_exceeded",
+            "transport_error",
+            "upstream_error",
+            "no_end_marker",
+            "buffer_residual",
+            "malformed_event",
+            "sequence_gap",
+            "missing_finish_reason",
+            "reasoning_exhausted",
+            "truncated_length",
+            "content_filtered",
+            "tool_call_malformed",
+            "empty_output",
+        )
+        if c in by_category
+    ]
     assert shown == expected
     for row in rows:
         cells = row.split("\t")
@@ -138,8 +155,7 @@ def test_the_page_shows_what_the_api_says(browser, dashboard, artifacts, databas
     kimi = next(r for r in retries if r.startswith("kimi-cli")).split("\t")
     assert [c.split(" ")[0] for c in kimi[1:]] == ["1", "1", "0", "1", "0", "0"]
 
-    page.screenshot(path=str(artifacts / f"dashboard-{backend(database_url)}.png"),
-                    full_page=True)
+    page.screenshot(path=str(artifacts / f"dashboard-{backend(database_url)}.png"), full_page=True)
 
     # a click on a cell filters what is below to it, and the URL holds the view
     page.click('.cell[data-tool="kimi-cli"][data-protocol="chat"]')
@@ -162,8 +178,7 @@ def test_the_page_shows_what_the_api_says(browser, dashboard, artifacts, databas
     wait_for(lambda: "3 attempts" in page.locator("#chain").inner_text())
     assert "request=gw1%2Freq-b" in page.url or "request=gw1/req-b" in page.url
     chain = page.locator("#chain tbody tr").all_inner_texts()
-    assert [row.split("\t")[2] for row in chain] == ["truncated_length", "truncated_length",
-                                                    "complete"]
+    assert [row.split("\t")[2] for row in chain] == ["truncated_length", "truncated_length", "complete"]
 
     # it refreshes by itself, without a reload, and keeps the view
     page.evaluate("window.__same_page = true")
@@ -193,8 +208,7 @@ def test_keyboard_and_dark(browser, dashboard, artifacts, database_url):
     background = page.evaluate("getComputedStyle(document.body).backgroundColor")
     assert background == "rgb(17, 20, 24)"  # the dark palette
     page.click("#theme")
-    assert page.evaluate("getComputedStyle(document.body).backgroundColor") == \
-        "rgb(255, 255, 255)"
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(255, 255, 255)"
     page.screenshot(path=str(artifacts / f"dashboard-keyboard-{backend(database_url)}.png"))
 
     # a custom span: its fields appear, the URL holds it, and the streams of now are in it

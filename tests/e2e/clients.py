@@ -20,9 +20,12 @@ HERE = Path(__file__).resolve().parent
 SENTENCES = 6
 KEY = "sk-e2e-not-a-real-key"
 # Words by which a client tells its user that the answer broke.
-TELLING = re.compile(r"error|incomplete|truncat|max.?tokens|length|cut|clos|terminat|"
-                     r"disconnect|premature|unexpected|reset|interrupt|timeout|timed out|fail|"
-                     r"retry|retrying|reconnect|stream", re.I)
+TELLING = re.compile(
+    r"error|incomplete|truncat|max.?tokens|length|cut|clos|terminat|"
+    r"disconnect|premature|unexpected|reset|interrupt|timeout|timed out|fail|"
+    r"retry|retrying|reconnect|stream",
+    re.I,
+)
 
 GRADES = {
     "L0": "silent: a cut answer, exit 0, nothing said",
@@ -46,9 +49,12 @@ class Outcome:
 
     @property
     def whole(self) -> bool:
-        return self.sentences_printed == SENTENCES and f"Sentence {SENTENCES} of {SENTENCES} " \
-            "of the mock provider's answer, which keeps going until it is complete" in \
-            " ".join(self.stdout.split())
+        return (
+            self.sentences_printed == SENTENCES
+            and f"Sentence {SENTENCES} of {SENTENCES} "
+            "of the mock provider's answer, which keeps going until it is complete"
+            in " ".join(self.stdout.split())
+        )
 
     @property
     def generations(self) -> list[dict]:
@@ -73,8 +79,11 @@ class Outcome:
 
     def said(self, limit: int = 90) -> str:
         """The client's last line of complaint, for the matrix."""
-        lines = [line.strip() for line in (self.stderr + "\n" + self.stdout).splitlines()
-                 if line.strip() and TELLING.search(line) and "mock provider's answer" not in line]
+        lines = [
+            line.strip()
+            for line in (self.stderr + "\n" + self.stdout).splitlines()
+            if line.strip() and TELLING.search(line) and "mock provider's answer" not in line
+        ]
         text = lines[-1] if lines else ""
         text = re.sub(r"http://127\.0\.0\.1:\d+", "<tap>", text)
         return (text[:limit] + "…") if len(text) > limit else text
@@ -95,11 +104,24 @@ class Client:
         """Run once against the tap at ``base`` (scheme://host:port/PREFIX)."""
         home.mkdir(parents=True, exist_ok=True)
         command, env, cwd = self.command(base, home)
-        full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-                    "LANG": "C.UTF-8", "NO_COLOR": "1", "TERM": "dumb", **env}
+        full_env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(home),
+            "LANG": "C.UTF-8",
+            "NO_COLOR": "1",
+            "TERM": "dumb",
+            **env,
+        }
         try:
-            done = subprocess.run(command, cwd=cwd, env=full_env, capture_output=True,
-                                  text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                command,
+                cwd=cwd,
+                env=full_env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+            )
         except subprocess.TimeoutExpired as exc:
             return Outcome(None, _text(exc.stdout), _text(exc.stderr))
         return Outcome(done.returncode, done.stdout, done.stderr)
@@ -116,11 +138,9 @@ class SdkApp(Client):
     """sdk_client.py under the SDK's own interpreter."""
 
     def command(self, base, home):
-        app = {"chat": "openai-chat", "responses": "openai-responses"}.get(self.dialect,
-                                                                            self.dialect)
+        app = {"chat": "openai-chat", "responses": "openai-responses"}.get(self.dialect, self.dialect)
         url = base + "/v1" if self.pin.package == "openai" else base
-        return ([str(self.pin.directory / "bin" / "python"), str(HERE / "sdk_client.py"), app,
-                 url], {}, home)
+        return ([str(self.pin.directory / "bin" / "python"), str(HERE / "sdk_client.py"), app, url], {}, home)
 
 
 PROMPT = "Say hello."
@@ -161,9 +181,11 @@ stream_max_retries = {RETRIES}
 stream_idle_timeout_ms = 5000
 """)
         binary = self.pin.directory / "node_modules" / ".bin" / "codex"
-        return ([str(binary), "exec", "--skip-git-repo-check", "--ephemeral", "--color", "never",
-                 PROMPT],
-                {"CODEX_HOME": str(codex_home), "MOCK_API_KEY": KEY, "RUST_LOG": "error"}, work)
+        return (
+            [str(binary), "exec", "--skip-git-repo-check", "--ephemeral", "--color", "never", PROMPT],
+            {"CODEX_HOME": str(codex_home), "MOCK_API_KEY": KEY, "RUST_LOG": "error"},
+            work,
+        )
 
 
 class ClaudeCode(Client):
@@ -174,15 +196,23 @@ class ClaudeCode(Client):
     def command(self, base, home):
         work = home / "work"
         work.mkdir(exist_ok=True)
-        env = {"ANTHROPIC_BASE_URL": base, "ANTHROPIC_API_KEY": KEY,
-               "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-               "ANTHROPIC_MODEL": self.MODEL, "ANTHROPIC_SMALL_FAST_MODEL": self.MODEL,
-               "ANTHROPIC_DEFAULT_HAIKU_MODEL": self.MODEL,
-               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
-               "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1",
-               "DISABLE_UPDATES": "1", "DISABLE_BUG_COMMAND": "1",
-               "DISABLE_FEEDBACK_COMMAND": "1", "CLAUDE_CODE_MAX_RETRIES": str(RETRIES),
-               "API_TIMEOUT_MS": "15000"}
+        env = {
+            "ANTHROPIC_BASE_URL": base,
+            "ANTHROPIC_API_KEY": KEY,
+            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+            "ANTHROPIC_MODEL": self.MODEL,
+            "ANTHROPIC_SMALL_FAST_MODEL": self.MODEL,
+            "ANTHROPIC_DEFAULT_HAIKU_MODEL": self.MODEL,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_UPDATES": "1",
+            "DISABLE_BUG_COMMAND": "1",
+            "DISABLE_FEEDBACK_COMMAND": "1",
+            "CLAUDE_CODE_MAX_RETRIES": str(RETRIES),
+            "API_TIMEOUT_MS": "15000",
+        }
         binary = self.pin.directory / "node_modules" / ".bin" / "claude"
         return [str(binary), "-p", PROMPT], env, work
 
@@ -215,12 +245,28 @@ max_context_size = 128000
 max_retries_per_step = {RETRIES}
 max_steps_per_turn = 3
 """)
-        launcher = ("import sys; from kimi_cli.__main__ import run_original_cli; "
-                    "sys.exit(run_original_cli(sys.argv[1:]))")
-        return ([str(self.pin.directory / "bin" / "python"), "-c", launcher, "--print",
-                 "--output-format", "text", "--final-message-only", "--work-dir", str(work),
-                 "--config-file", str(config), "--prompt", PROMPT],
-                {"KIMI_SHARE_DIR": str(share), "KIMI_DISABLE_TELEMETRY": "1"}, work)
+        launcher = (
+            "import sys; from kimi_cli.__main__ import run_original_cli; sys.exit(run_original_cli(sys.argv[1:]))"
+        )
+        return (
+            [
+                str(self.pin.directory / "bin" / "python"),
+                "-c",
+                launcher,
+                "--print",
+                "--output-format",
+                "text",
+                "--final-message-only",
+                "--work-dir",
+                str(work),
+                "--config-file",
+                str(config),
+                "--prompt",
+                PROMPT,
+            ],
+            {"KIMI_SHARE_DIR": str(share), "KIMI_DISABLE_TELEMETRY": "1"},
+            work,
+        )
 
 
 CLIENTS = (
@@ -230,9 +276,7 @@ CLIENTS = (
     # it named sets TAP_TOOL (the matrix's tap does not, to show what the tap tells alone).
     KimiCli("kimi-cli", BY_NAME["kimi-cli"], "chat", "openai-python"),
     SdkApp("openai-python (chat)", BY_NAME["openai-python"], "chat", "openai-python"),
-    SdkApp("openai-python (responses)", BY_NAME["openai-python"], "responses",
-           "openai-python"),
+    SdkApp("openai-python (responses)", BY_NAME["openai-python"], "responses", "openai-python"),
     SdkApp("anthropic-python", BY_NAME["anthropic-python"], "anthropic", "anthropic-python"),
     SdkApp("google-genai", BY_NAME["google-genai"], "gemini", "google-genai"),
 )
-

@@ -33,8 +33,9 @@ def service(tmp_path_factory):
 
     url = f"sqlite:///{tmp_path_factory.mktemp('e2e-db') / 'verdicts.sqlite3'}"
     migrate(url)
-    settings = Settings(database_url=url, ingest_tokens=TOKENS["INGEST_TOKENS"],
-                        read_tokens=TOKENS["READ_TOKENS"], retention_days=0)
+    settings = Settings(
+        database_url=url, ingest_tokens=TOKENS["INGEST_TOKENS"], read_tokens=TOKENS["READ_TOKENS"], retention_days=0
+    )
     with ThreadServer(create_app(settings)) as running:
         yield running
 
@@ -44,9 +45,14 @@ def tap(mock, service, tmp_path_factory):
     from service.config import TapSettings
     from service.tap import Tap
 
-    app = Tap(TapSettings(upstream=f"http://127.0.0.1:{mock.port}", ingest=service.url,
-                          ingest_token=INGEST_SECRET,
-                          spool_dir=tmp_path_factory.mktemp("e2e-spool")))
+    app = Tap(
+        TapSettings(
+            upstream=f"http://127.0.0.1:{mock.port}",
+            ingest=service.url,
+            ingest_token=INGEST_SECRET,
+            spool_dir=tmp_path_factory.mktemp("e2e-spool"),
+        )
+    )
     with ThreadServer(app) as running:
         running.tap = app
         yield running
@@ -73,15 +79,16 @@ def markdown(rows: list[dict]) -> str:
         cells = []
         for fault in faults:
             row = cell.get((client, fault))
-            cells.append("—" if row is None else row["grade"] + (
-                f" ({row['requests']})" if row["requests"] > 1 else ""))
+            cells.append(
+                "—" if row is None else row["grade"] + (f" ({row['requests']})" if row["requests"] > 1 else "")
+            )
         lines.append(f"| {client} {version} | " + " | ".join(cells) + " |")
-    stored = {fault: sorted({row["stored"].split(",")[0] for row in rows
-                             if row["fault"] == fault}) for fault in faults}
+    stored = {fault: sorted({row["stored"].split(",")[0] for row in rows if row["fault"] == fault}) for fault in faults}
     lines.append("| **stored** | " + " | ".join("/".join(stored[f]) for f in faults) + " |")
-    lines += ["", "| client | fault | exit | printed | requests | said | stored |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["", "| client | fault | exit | printed | requests | said | stored |", "|---|---|---|---|---|---|---|"]
     for row in rows:
-        lines.append(f"| {row['client']} | {row['fault']} | {row['exit']} | {row['printed']} | "
-                     f"{row['requests']} | {row['said'].replace('|', '/')} | {row['stored']} |")
+        lines.append(
+            f"| {row['client']} | {row['fault']} | {row['exit']} | {row['printed']} | "
+            f"{row['requests']} | {row['said'].replace('|', '/')} | {row['stored']} |"
+        )
     return "\n".join(lines) + "\n"

@@ -52,12 +52,13 @@ def home() -> Path:
 def python313() -> str | None:
     """A Python 3.13 for kimi-cli: $FASTSSE_PYTHON313, pyenv's, or python3.13 on the PATH
     (which may be a pyenv shim that runs nothing: each is tried)."""
-    found = [os.environ.get("FASTSSE_PYTHON313"),
-             *sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.13*/bin/python3.13"))),
-             shutil.which("python3.13")]
+    found = [
+        os.environ.get("FASTSSE_PYTHON313"),
+        *sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.13*/bin/python3.13"))),
+        shutil.which("python3.13"),
+    ]
     for candidate in found:
-        if candidate and subprocess.run([candidate, "--version"], capture_output=True,
-                                        timeout=30).returncode == 0:
+        if candidate and subprocess.run([candidate, "--version"], capture_output=True, timeout=30).returncode == 0:
             return candidate
     return None
 
@@ -85,15 +86,36 @@ def _install(pin: Pin, log) -> None:
     if pin.manager == "npm":
         if not shutil.which("npm"):
             raise RuntimeError("npm is not installed (apt-get install npm)")
-        _run(["npm", "install", "--prefix", str(target), "--no-audit", "--no-fund",
-              "--loglevel=error", f"{pin.package}@{pin.version}"], log)
+        _run(
+            [
+                "npm",
+                "install",
+                "--prefix",
+                str(target),
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                f"{pin.package}@{pin.version}",
+            ],
+            log,
+        )
         return
     interpreter = python313() if pin.manager == "pip313" else sys.executable
     if interpreter is None:
         raise RuntimeError(f"{pin.package} needs Python 3.13: none found (set FASTSSE_PYTHON313)")
     _run([interpreter, "-m", "venv", str(target)], log)
-    _run([str(target / "bin" / "python"), "-m", "pip", "install", "--quiet",
-          "--disable-pip-version-check", f"{pin.package}=={pin.version}"], log)
+    _run(
+        [
+            str(target / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            f"{pin.package}=={pin.version}",
+        ],
+        log,
+    )
 
 
 def installed(pin: Pin) -> bool:
@@ -108,16 +130,14 @@ def main() -> int:
             if installed(pin):
                 continue
             started = time.monotonic()
-            print(f"installing {pin.package} {pin.version} for the end-to-end matrix ...",
-                  file=sys.stderr)
+            print(f"installing {pin.package} {pin.version} for the end-to-end matrix ...", file=sys.stderr)
             try:
                 _install(pin, log)
             except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
                 record[pin.name] = {"error": f"{exc} (see {home() / 'install.log'})"}
                 print(f"  failed: {exc}", file=sys.stderr)
             else:
-                record[pin.name] = {"installed": pin.version,
-                                    "seconds": round(time.monotonic() - started, 1)}
+                record[pin.name] = {"installed": pin.version, "seconds": round(time.monotonic() - started, 1)}
             (home() / "status.json").write_text(json.dumps(record, indent=1))
     return 0
 

@@ -18,8 +18,9 @@ def openai_chat(base_url: str) -> None:
     import openai
 
     client = openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=2, timeout=20)
-    stream = client.chat.completions.create(model="mock-model", stream=True,
-                                            messages=[{"role": "user", "content": PROMPT}])
+    stream = client.chat.completions.create(
+        model="mock-model", stream=True, messages=[{"role": "user", "content": PROMPT}]
+    )
     for chunk in stream:
         for choice in chunk.choices:
             if choice.delta and choice.delta.content:
@@ -39,8 +40,9 @@ def anthropic_messages(base_url: str) -> None:
     import anthropic
 
     client = anthropic.Anthropic(base_url=base_url, api_key=KEY, max_retries=2, timeout=20)
-    with client.messages.stream(model="mock-model", max_tokens=1024,
-                                messages=[{"role": "user", "content": PROMPT}]) as stream:
+    with client.messages.stream(
+        model="mock-model", max_tokens=1024, messages=[{"role": "user", "content": PROMPT}]
+    ) as stream:
         for text in stream.text_stream:
             sys.stdout.write(text)
 
@@ -49,17 +51,23 @@ def gemini(base_url: str) -> None:
     from google import genai
     from google.genai import types
 
-    client = genai.Client(api_key=KEY, http_options=types.HttpOptions(
-        base_url=base_url, api_version="v1beta", timeout=20_000,
-        retry_options=types.HttpRetryOptions(attempts=3)))
-    for chunk in client.models.generate_content_stream(model="gemini-2.5-flash",
-                                                       contents=PROMPT):
+    client = genai.Client(
+        api_key=KEY,
+        http_options=types.HttpOptions(
+            base_url=base_url, api_version="v1beta", timeout=20_000, retry_options=types.HttpRetryOptions(attempts=3)
+        ),
+    )
+    for chunk in client.models.generate_content_stream(model="gemini-2.5-flash", contents=PROMPT):
         if chunk.text:
             sys.stdout.write(chunk.text)
 
 
-APPS = {"openai-chat": openai_chat, "openai-responses": openai_responses,
-        "anthropic": anthropic_messages, "gemini": gemini}
+APPS = {
+    "openai-chat": openai_chat,
+    "openai-responses": openai_responses,
+    "anthropic": anthropic_messages,
+    "gemini": gemini,
+}
 
 
 def main() -> int:

@@ -24,13 +24,11 @@ from tests.service.conftest import READ
 from .clients import CLIENTS
 from .install import installed, status
 
-CASES = [(client, fault) for client in CLIENTS for fault in FAULTS
-         if fault != "F2C" or client.dialect in F2C_DIALECTS]
+CASES = [(client, fault) for client in CLIENTS for fault in FAULTS if fault != "F2C" or client.dialect in F2C_DIALECTS]
 
 
 def stored_since(service_url: str, since: str) -> list[dict]:
-    answer = httpx.get(f"{service_url}/v1/verdicts", params={"since": since, "limit": 1000},
-                       headers=READ, timeout=10)
+    answer = httpx.get(f"{service_url}/v1/verdicts", params={"since": since, "limit": 1000}, headers=READ, timeout=10)
     answer.raise_for_status()
     return sorted(answer.json()["verdicts"], key=lambda v: v["id"])
 
@@ -42,13 +40,14 @@ def settle(tap) -> None:
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize(("client", "fault"), CASES,
-                         ids=[f"{c.name.replace(' ', '')}-{f}" for c, f in CASES])
+@pytest.mark.parametrize(("client", "fault"), CASES, ids=[f"{c.name.replace(' ', '')}-{f}" for c, f in CASES])
 def test_client_against_fault(client, fault, mock, service, tap, matrix_rows, tmp_path):
     if not installed(client.pin):
         reason = status().get(client.pin.name, {}).get("error", "not installed")
-        pytest.fail(f"{client.pin.package} {client.pin.version} is not installed: {reason} "
-                    "(make test installs it: python -m tests.e2e.install)")
+        pytest.fail(
+            f"{client.pin.package} {client.pin.version} is not installed: {reason} "
+            "(make test installs it: python -m tests.e2e.install)"
+        )
     slug = re.sub(r"[^\w-]", "", client.name.replace(" ", "-"))
     prefix = "F0" if fault == "F0" else f"{fault}-once.{slug}"
     since = datetime.now(timezone.utc).isoformat()
@@ -58,14 +57,22 @@ def test_client_against_fault(client, fault, mock, service, tap, matrix_rows, tm
     settle(tap)
     stored = stored_since(service.url, since)
     categories = [v["category"] for v in stored]
-    matrix_rows.append({
-        "client": client.name, "version": client.pin.version, "fault": fault,
-        "exit": outcome.returncode, "printed": outcome.printed(), "said": outcome.said(),
-        "requests": len(outcome.generations), "grade": "ok" if fault == "F0" else outcome.grade(),
-        "stored": ", ".join(categories) or "nothing",
-    })
-    context = (f"exit {outcome.returncode}; printed {outcome.printed()}; stored {categories}\n"
-               f"stderr: {outcome.stderr[-1500:]}")
+    matrix_rows.append(
+        {
+            "client": client.name,
+            "version": client.pin.version,
+            "fault": fault,
+            "exit": outcome.returncode,
+            "printed": outcome.printed(),
+            "said": outcome.said(),
+            "requests": len(outcome.generations),
+            "grade": "ok" if fault == "F0" else outcome.grade(),
+            "stored": ", ".join(categories) or "nothing",
+        }
+    )
+    context = (
+        f"exit {outcome.returncode}; printed {outcome.printed()}; stored {categories}\nstderr: {outcome.stderr[-1500:]}"
+    )
 
     assert outcome.generations, f"{client.name} made no generation request\n{context}"
     assert {v["tool"] for v in stored} <= {client.tool}, context

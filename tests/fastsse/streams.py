@@ -101,12 +101,17 @@ def chat_function_call(*arg_pieces, name="repl", model="gpt-3.5-turbo-0613", fin
 def tgi_stream(*pieces, finish="eos_token"):
     """Hugging Face TGI: an empty id, model "tgi", "" as the finish reason of every chunk
     before the last (TGI 2.3), then its own finish reason."""
-    def tgi(delta, finish_reason):
-        return chat_chunk(choice(finish=finish_reason, **delta), model="tgi", id="",
-                          system_fingerprint="2.3.1-sha-a094729-rocm")
 
-    return chat(tgi({"role": "assistant", "content": pieces[0]}, ""),
-                *[tgi({"content": p}, "") for p in pieces[1:]], tgi({}, finish))
+    def tgi(delta, finish_reason):
+        return chat_chunk(
+            choice(finish=finish_reason, **delta), model="tgi", id="", system_fingerprint="2.3.1-sha-a094729-rocm"
+        )
+
+    return chat(
+        tgi({"role": "assistant", "content": pieces[0]}, ""),
+        *[tgi({"content": p}, "") for p in pieces[1:]],
+        tgi({}, finish),
+    )
 
 
 def openrouter_finish(*pieces, finish, native, model="google/gemini-2.5-flash"):
@@ -115,7 +120,9 @@ def openrouter_finish(*pieces, finish, native, model="google/gemini-2.5-flash"):
     last["native_finish_reason"] = native
     return b": OPENROUTER PROCESSING\n\n" + chat(
         *[chat_chunk(choice(content=p), model=model) for p in pieces],
-        chat_chunk(last, model=model), chat_usage(model=model))
+        chat_chunk(last, model=model),
+        chat_usage(model=model),
+    )
 
 
 def mistral_thinking(t):

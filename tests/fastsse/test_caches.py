@@ -48,8 +48,7 @@ def test_a_scanner_uses_the_process_caches_unless_given_its_own():
 @compiled_only
 def test_clearing_caches_forgets_templates_and_judgements():
     caches = _scanner_c.Caches()
-    assert caches.stats() == {"template_slots": 0, "template_tries": 0, "template_score": 256,
-                              "judgements": 0}
+    assert caches.stats() == {"template_slots": 0, "template_tries": 0, "template_score": 256, "judgements": 0}
     judge(_scanner_c, stream(), caches)
     judge(_scanner_c, SECOND, caches)
     stats = caches.stats()

@@ -1,5 +1,4 @@
-"""The canary: no payload text ever reaches a verdict, however the stream is cut.
-"""
+"""The canary: no payload text ever reaches a verdict, however the stream is cut."""
 
 from __future__ import annotations
 

@@ -13,9 +13,7 @@ CUT = b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":nu
 
 
 def run(*args, stdin: bytes = b""):
-    return subprocess.run(
-        [sys.executable, "-m", "fastsse", *args], input=stdin, capture_output=True, timeout=60
-    )
+    return subprocess.run([sys.executable, "-m", "fastsse", *args], input=stdin, capture_output=True, timeout=60)
 
 
 @pytest.fixture
@@ -60,7 +58,9 @@ def test_unreadable_path_is_reported_and_the_rest_still_judged(streams):
     assert json.loads(result.stdout)["category"] == "complete"
 
 
-@pytest.mark.parametrize("args", [["scan"], ["scan", "--protocol", "smoke", "-"], ["scan", "--max-event-bytes", "0", "-"]])
+@pytest.mark.parametrize(
+    "args", [["scan"], ["scan", "--protocol", "smoke", "-"], ["scan", "--max-event-bytes", "0", "-"]]
+)
 def test_bad_arguments_fail_with_a_reason(args):
     result = run(*args)
     assert result.returncode == 2
@@ -75,5 +75,6 @@ def test_version_comes_from_the_package_metadata():
     result = run("--version")
     assert result.returncode == 0
     assert result.stdout.decode().strip() == (
-        f"fastsse {metadata.version('fastsse')} ({fastsse.IMPLEMENTATION} scanner)")
+        f"fastsse {metadata.version('fastsse')} ({fastsse.IMPLEMENTATION} scanner)"
+    )
     assert fastsse.__version__ == metadata.version("fastsse")

@@ -61,18 +61,24 @@ def test_tricky_strings_in_recorded_and_dead_fields(text, field):
 
 
 @needs_both
-@pytest.mark.parametrize("arguments", [
-    '{"location": "Paris, France"}',
-    '{"a": "' + "x" * 15 + '\\"' + "y" * 16 + '"}',
-    '{"path": "C:\\\\temp\\\\' + "d" * 14 + '"}',
-    '{"city": "S\\u00e3o Paulo", "pair": "\\ud83d\\ude00"}',
-    '{"broken": ',
-    '{"bad": "\x01"}',
-    '{"emoji": "😀", "n": -1.5e+10}',
-])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"location": "Paris, France"}',
+        '{"a": "' + "x" * 15 + '\\"' + "y" * 16 + '"}',
+        '{"path": "C:\\\\temp\\\\' + "d" * 14 + '"}',
+        '{"city": "S\\u00e3o Paulo", "pair": "\\ud83d\\ude00"}',
+        '{"broken": ',
+        '{"bad": "\x01"}',
+        '{"emoji": "😀", "n": -1.5e+10}',
+    ],
+)
 def test_tool_arguments_are_unescaped_alike(arguments):
-    first = {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                             "function": {"name": "get_weather", "arguments": ""}}]}
+    first = {
+        "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": ""}}
+        ]
+    }
     pieces = [arguments[i : i + 7] for i in range(0, len(arguments), 7)] or [""]
     events = [chat_event(first)]
     events += [chat_event({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces]
@@ -80,40 +86,43 @@ def test_tool_arguments_are_unescaped_alike(arguments):
 
 
 @needs_both
-@pytest.mark.parametrize("body", [
-    b'{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}',
-    b' \t{ "choices" : [ { "index" : 0 , "delta" : { "content" : "x" } } ] } \t',
-    b'{"choices":[{"index":0,"delta":{"content":"x"}}]}\ndata: ',  # a second data line
-    b'{"choices":\ndata: [{"index":1,"delta":{"content":"x"}}]}',  # "\n" inside the JSON
-    b'{"\\u0063hoices":[{"index":0,"delta":{"content":"x"}}]}',  # an escaped key
-    b'{"choices":[{"index":0,"delta":{"content":"x"}}],"choices":[{"index":1}]}',
-    b'{"choices":[{"index":9007199254740993,"delta":{"content":"x"}}]}',
-    b'{"choices":[{"index":-0,"delta":{"content":"x"}}]}',
-    b'{"choices":[{"index":0.0,"delta":{"content":"x"}}]}',
-    b'{"choices":[{"index":1e2,"delta":{"content":"x"}}]}',
-    b'{"choices":[{"index":01,"delta":{"content":"x"}}]}',
-    b'{"choices":[{"index":1.,"delta":{"content":"x"}}]}',
-    b'{"choices":[{"index":-,"delta":{"content":"x"}}]}',
-    b'{"choices":[{"index":0,"delta":{"content":"x"}}]} x',
-    b'{"choices":[{"index":0,"delta":{"content":"x"}}]}}',
-    b'{"choices":[{"index":0,"delta":{"content":"x"}}],}',
-    b'{"choices":[{"index":0,"delta":{"content":"x"},}]}',
-    b'{"choices":[{"index":0,"delta":{"content":"x"}}]',
-    b'{"choices":[{"index":0,"delta":{"content":"x"}}],"ok":tru}',
-    b'{"choices":[{"index":0,"delta":{"content":"x"}}],"ok":nul',
-    b'{"choices":[{"index":0,"delta":{"content":"x\\q"}}]}',
-    b'{"choices":[{"index":0,"delta":{"content":"x\\u12"}}]}',
-    b'{"choices":[{"index":0,"delta":{"content":"x\\',
-    b'{"choices":[{"index":0,"delta":{"content":true,"refusal":false}}]}',
-    b'{"error":{"code":429,"type":"rate_limit"},"choices":[]}',
-    b'{"error":null,"choices":[{"index":0,"delta":{"content":"x"}}]}',
-    b'[{"choices":[]}]',
-    b'"choices"',
-    b"42",
-    b'{"a":' + b"[" * 70 + b"]" * 70 + b',"choices":[{"index":0,"delta":{"content":"x"}}]}',
-    b'{"a":' + b'{"b":' * 63 + b"1" + b"}" * 63 + b',"choices":[{"index":0,"delta":{"content":"x"}}]}',
-    b'{"a":' + b"[" * 600 + b"]" * 600 + b"}",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}',
+        b' \t{ "choices" : [ { "index" : 0 , "delta" : { "content" : "x" } } ] } \t',
+        b'{"choices":[{"index":0,"delta":{"content":"x"}}]}\ndata: ',  # a second data line
+        b'{"choices":\ndata: [{"index":1,"delta":{"content":"x"}}]}',  # "\n" inside the JSON
+        b'{"\\u0063hoices":[{"index":0,"delta":{"content":"x"}}]}',  # an escaped key
+        b'{"choices":[{"index":0,"delta":{"content":"x"}}],"choices":[{"index":1}]}',
+        b'{"choices":[{"index":9007199254740993,"delta":{"content":"x"}}]}',
+        b'{"choices":[{"index":-0,"delta":{"content":"x"}}]}',
+        b'{"choices":[{"index":0.0,"delta":{"content":"x"}}]}',
+        b'{"choices":[{"index":1e2,"delta":{"content":"x"}}]}',
+        b'{"choices":[{"index":01,"delta":{"content":"x"}}]}',
+        b'{"choices":[{"index":1.,"delta":{"content":"x"}}]}',
+        b'{"choices":[{"index":-,"delta":{"content":"x"}}]}',
+        b'{"choices":[{"index":0,"delta":{"content":"x"}}]} x',
+        b'{"choices":[{"index":0,"delta":{"content":"x"}}]}}',
+        b'{"choices":[{"index":0,"delta":{"content":"x"}}],}',
+        b'{"choices":[{"index":0,"delta":{"content":"x"},}]}',
+        b'{"choices":[{"index":0,"delta":{"content":"x"}}]',
+        b'{"choices":[{"index":0,"delta":{"content":"x"}}],"ok":tru}',
+        b'{"choices":[{"index":0,"delta":{"content":"x"}}],"ok":nul',
+        b'{"choices":[{"index":0,"delta":{"content":"x\\q"}}]}',
+        b'{"choices":[{"index":0,"delta":{"content":"x\\u12"}}]}',
+        b'{"choices":[{"index":0,"delta":{"content":"x\\',
+        b'{"choices":[{"index":0,"delta":{"content":true,"refusal":false}}]}',
+        b'{"error":{"code":429,"type":"rate_limit"},"choices":[]}',
+        b'{"error":null,"choices":[{"index":0,"delta":{"content":"x"}}]}',
+        b'[{"choices":[]}]',
+        b'"choices"',
+        b"42",
+        b'{"a":' + b"[" * 70 + b"]" * 70 + b',"choices":[{"index":0,"delta":{"content":"x"}}]}',
+        b'{"a":' + b'{"b":' * 63 + b"1" + b"}" * 63 + b',"choices":[{"index":0,"delta":{"content":"x"}}]}',
+        b'{"a":' + b"[" * 600 + b"]" * 600 + b"}",
+    ],
+)
 def test_event_bodies_at_the_edges(body):
     agree(b"data: " + body + b"\n\n" + chat_event({}, "stop") + b"data: [DONE]\n\n", "chat")
     agree(b"data: " + body + b"\n\n" + chat_event({}, "stop") + b"data: [DONE]\n\n", chunked=False)
@@ -122,7 +131,7 @@ def test_event_bodies_at_the_edges(body):
 @needs_both
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    texts=st.lists(st.text(st.sampled_from('ab"\\\n\x01é😀/\t ') , max_size=40), min_size=1, max_size=4),
+    texts=st.lists(st.text(st.sampled_from('ab"\\\n\x01é😀/\t '), max_size=40), min_size=1, max_size=4),
     pad=st.sampled_from(["", " ", "\t", "\r\n"]),
     cut=st.integers(0, 10_000),
     insert=st.sampled_from([None, *b'{}[]",:\\ 0e-.tfnx\x01']),
@@ -150,8 +159,15 @@ def test_generated_chat_events_with_damage(texts, pad, cut, insert, protocol):
 # the same bytes go through the line buffer.  Both ways must give the same verdict.
 
 TERMINATORS = [b"\n", b"\r", b"\r\n"]
-BEFORE_DATA = [b"", b"event: message\n", b"event:\r\n", b": note\n", b"id: 7\r", b"retry: 10\n",
-               b'{"error": {"code": 500}}\n']
+BEFORE_DATA = [
+    b"",
+    b"event: message\n",
+    b"event:\r\n",
+    b": note\n",
+    b"id: 7\r",
+    b"retry: 10\n",
+    b'{"error": {"code": 500}}\n',
+]
 DATA_FIELDS = [b"data: ", b"data:", b"data:  ", b"data:\t"]
 
 
@@ -164,23 +180,26 @@ def test_one_line_events_under_every_framing(line_end, blank, before, field):
     def event(payload: bytes) -> bytes:
         return before + field + payload + line_end + blank
 
-    body = chat_event({"content": "hi"})[len(b"data: "):-2]
-    stop = chat_event({}, "stop")[len(b"data: "):-2]
+    body = chat_event({"content": "hi"})[len(b"data: ") : -2]
+    stop = chat_event({}, "stop")[len(b"data: ") : -2]
     agree(event(body) + event(stop) + event(b"[DONE]"))
     agree(event(body) + event(b"") + event(stop) + event(b"[DONE]"), "chat")
     agree(event(body) + event(stop) + event(b"[DONE]")[:-1])  # the last blank line cut short
 
 
 @needs_both
-@pytest.mark.parametrize("data", [
-    b"data\n\n",  # a data field without a colon
-    b"data: {\"a\":1}\ndata: {\"b\":2}\n\n",  # two data lines: one event, joined by "\n"
-    b"data: {}\n: comment\n\n",  # a comment before the blank line
-    b"data: {}\n\r\n",  # LF, then a CRLF blank line
-    b"data: {}\r\r\n",  # CR ends the line, CRLF the blank one
-    b"dat: {}\n\n",
-    b"data : {}\n\n",
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"data\n\n",  # a data field without a colon
+        b'data: {"a":1}\ndata: {"b":2}\n\n',  # two data lines: one event, joined by "\n"
+        b"data: {}\n: comment\n\n",  # a comment before the blank line
+        b"data: {}\n\r\n",  # LF, then a CRLF blank line
+        b"data: {}\r\r\n",  # CR ends the line, CRLF the blank one
+        b"dat: {}\n\n",
+        b"data : {}\n\n",
+    ],
+)
 def test_one_line_event_lookalikes(data):
     tail = chat_event({}, "stop") + b"data: [DONE]\n\n"
     agree(chat_event({"content": "x"}) + data + tail)
@@ -214,6 +233,6 @@ def test_event_type_does_not_outlive_its_event(blank):
     data = anthropic_text("Hi")
     assert data.endswith(stop)
     # a typed event, then one whose type can only come from its (absent) event: line
-    data = data[: -len(stop)] + b"event: message_stop\ndata: {\"type\":\"ping\"}\n" + blank
+    data = data[: -len(stop)] + b'event: message_stop\ndata: {"type":"ping"}\n' + blank
     data += b"data: {}\n" + blank
     assert agree(data).category == "no_end_marker"

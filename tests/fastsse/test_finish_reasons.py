@@ -40,24 +40,45 @@ EXPECTED = {
 }
 # A retry helps when the server gave up (aborted, overloaded, closed); a limit, a filter or an
 # answer that ended normally is what the same request gets again.
-EXPECTED_RETRYABLE = {"error", "abort", "insufficient_system_resource", "connection_closed",
-                      "repetition", "finish_reason_unspecified", "malformed_function_call"}
+EXPECTED_RETRYABLE = {
+    "error",
+    "abort",
+    "insufficient_system_resource",
+    "connection_closed",
+    "repetition",
+    "finish_reason_unspecified",
+    "malformed_function_call",
+}
 
 MODELS = {
-    "OpenAI": "gpt-4o-mini-2024-07-18", "Azure OpenAI": "gpt-4o-2024-11-20",
-    "Mistral": "mistral-small-latest", "DeepSeek": "deepseek-chat", "Groq": "llama-3.3-70b-versatile",
-    "OpenRouter": "openai/gpt-4o", "Together": "meta-llama/Llama-3.3-70B-Instruct-Turbo",
-    "Fireworks": "accounts/fireworks/models/llama-v3p1-8b-instruct", "xAI": "grok-code-fast-1",
-    "vLLM": "Qwen/Qwen2.5-7B-Instruct", "SGLang": "meta-llama/Llama-3.1-8B-Instruct",
-    "TGI": "tgi", "Ollama": "llama3.2", "LM Studio": "qwen2.5-7b-instruct",
-    "llama.cpp server": "gpt-3.5-turbo", "LiteLLM proxy": "claude-3-5-sonnet",
+    "OpenAI": "gpt-4o-mini-2024-07-18",
+    "Azure OpenAI": "gpt-4o-2024-11-20",
+    "Mistral": "mistral-small-latest",
+    "DeepSeek": "deepseek-chat",
+    "Groq": "llama-3.3-70b-versatile",
+    "OpenRouter": "openai/gpt-4o",
+    "Together": "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+    "Fireworks": "accounts/fireworks/models/llama-v3p1-8b-instruct",
+    "xAI": "grok-code-fast-1",
+    "vLLM": "Qwen/Qwen2.5-7B-Instruct",
+    "SGLang": "meta-llama/Llama-3.1-8B-Instruct",
+    "TGI": "tgi",
+    "Ollama": "llama3.2",
+    "LM Studio": "qwen2.5-7b-instruct",
+    "llama.cpp server": "gpt-3.5-turbo",
+    "LiteLLM proxy": "claude-3-5-sonnet",
 }
 PAIRS = [(provider, value) for provider, values, _source in d.CHAT_PROVIDERS for value in values]
 
 
 def chunk(model: str, delta: dict, finish: str | None) -> bytes:
-    event = {"id": "chatcmpl-9f2", "object": "chat.completion.chunk", "created": 1764590000,
-             "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    event = {
+        "id": "chatcmpl-9f2",
+        "object": "chat.completion.chunk",
+        "created": 1764590000,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     return b"data: " + json.dumps(event, separators=(",", ":")).encode() + b"\n\n"
 
 
@@ -67,8 +88,12 @@ def stream(model: str, value: str) -> bytes:
     out = chunk(model, {"role": "assistant", "content": ""}, None)
     out += chunk(model, {"content": "The answer"}, None) + chunk(model, {"content": " is 4."}, None)
     if value == "tool_calls":
-        call = {"index": 0, "id": "call_1", "type": "function",
-                "function": {"name": "add", "arguments": '{"a": 2, "b": 2}'}}
+        call = {
+            "index": 0,
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "add", "arguments": '{"a": 2, "b": 2}'},
+        }
         out += chunk(model, {"tool_calls": [call]}, None)
     elif value == "function_call":
         out += chunk(model, {"function_call": {"name": "add", "arguments": '{"a": 2}'}}, None)
@@ -109,8 +134,10 @@ def readme_tables() -> str:
     for value in d.CHAT_FINISH_REASONS:
         verdict = fastsse.scan(stream("m", value), "chat")
         senders = ", ".join(p for p, values, _s in d.CHAT_PROVIDERS if value in values)
-        lines.append(f"| `{value}` | `{verdict.finish_reason}` | `{verdict.category}` | "
-                     f"{'yes' if verdict.retryable else 'no'} | {senders} |")
+        lines.append(
+            f"| `{value}` | `{verdict.finish_reason}` | `{verdict.category}` | "
+            f"{'yes' if verdict.retryable else 'no'} | {senders} |"
+        )
     lines += ["", "| provider | finish reasons | source |", "|---|---|---|"]
     for provider, values, source in d.CHAT_PROVIDERS:
         lines.append(f"| {provider} | {', '.join(f'`{v}`' for v in values)} | {source} |")
@@ -119,8 +146,8 @@ def readme_tables() -> str:
 
 def test_the_readme_shows_the_table():
     assert readme_tables() in README.read_text(), (
-        "the README's finish-reason tables are stale; print them with "
-        "`python tests/fastsse/test_finish_reasons.py`")
+        "the README's finish-reason tables are stale; print them with `python tests/fastsse/test_finish_reasons.py`"
+    )
 
 
 if __name__ == "__main__":

@@ -1,5 +1,4 @@
-"""The bounds: line and event limits at their boundary, choices and tool calls.
-"""
+"""The bounds: line and event limits at their boundary, choices and tool calls."""
 
 from __future__ import annotations
 

@@ -35,11 +35,50 @@ def test_extension_loaded():
 needs_both = pytest.mark.skipif(_scanner_c is None, reason="compiled twin not built")
 
 SSE_ALPHABET = st.sampled_from(
-    [b"data: ", b"data:", b"event: ", b"id: 1", b"retry: 5", b":", b"\n", b"\r", b"\r\n", b"{", b"}",
-     b"[", b"]", b'"', b",", b":", b"\\", b"\\u00e9", b"[DONE]", b"\xef\xbb\xbf", b"null", b"0", b"-1",
-     b'"type"', b'"choices"', b'"finish_reason"', b'"stop"', b'"length"', b'"index"', b'"delta"',
-     b'"content"', b'"error"', b'"candidates"', b'"finishReason"', b'"STOP"', b'"message_stop"',
-     b'"response.completed"', b'"sequence_number"', b'"tool_calls"', b'"arguments"', b"x", b" "]
+    [
+        b"data: ",
+        b"data:",
+        b"event: ",
+        b"id: 1",
+        b"retry: 5",
+        b":",
+        b"\n",
+        b"\r",
+        b"\r\n",
+        b"{",
+        b"}",
+        b"[",
+        b"]",
+        b'"',
+        b",",
+        b":",
+        b"\\",
+        b"\\u00e9",
+        b"[DONE]",
+        b"\xef\xbb\xbf",
+        b"null",
+        b"0",
+        b"-1",
+        b'"type"',
+        b'"choices"',
+        b'"finish_reason"',
+        b'"stop"',
+        b'"length"',
+        b'"index"',
+        b'"delta"',
+        b'"content"',
+        b'"error"',
+        b'"candidates"',
+        b'"finishReason"',
+        b'"STOP"',
+        b'"message_stop"',
+        b'"response.completed"',
+        b'"sequence_number"',
+        b'"tool_calls"',
+        b'"arguments"',
+        b"x",
+        b" ",
+    ]
 )
 
 
@@ -59,8 +98,11 @@ def test_twins_agree_on_arbitrary_bytes(data, protocol):
 
 @needs_both
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(pieces=st.lists(SSE_ALPHABET, max_size=80), protocol=st.sampled_from(fastsse.PROTOCOLS),
-       limit=st.sampled_from([None, 8, 40, 200]))
+@given(
+    pieces=st.lists(SSE_ALPHABET, max_size=80),
+    protocol=st.sampled_from(fastsse.PROTOCOLS),
+    limit=st.sampled_from([None, 8, 40, 200]),
+)
 def test_twins_agree_on_sse_shaped_bytes(pieces, protocol, limit):
     limits = {} if limit is None else {"max_event_bytes": limit, "max_line_bytes": limit}
     judge_both(b"".join(pieces), protocol, **limits)
@@ -95,7 +137,10 @@ def test_twins_agree_on_mutated_captures(seed):
 
 # JSON values as providers send them, to check the automaton against the json module.
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**60), 2**60) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**60), 2**60)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=20),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
     max_leaves=20,
@@ -137,8 +182,7 @@ def test_both_twins_have_one_api_but_the_compiled_twins_diagnostics():
     def public(thing) -> set[str]:
         return {name for name in dir(thing) if not name.startswith("_")}
 
-    assert public(compiled.Scanner("chat")) - public(_scanner_py.Scanner("chat")) == {
-        "replayed", "templated"}
+    assert public(compiled.Scanner("chat")) - public(_scanner_py.Scanner("chat")) == {"replayed", "templated"}
     assert public(_scanner_py.Scanner("chat")) <= public(compiled.Scanner("chat"))
     assert {"Caches", "Scanner", "default_caches", "scan"} <= public(compiled) & public(_scanner_py)
     assert public(compiled.Caches()) == public(_scanner_py.Caches())

@@ -34,7 +34,7 @@ def reference_sanitize(raw, limit=_verdict.MAX_IDENTIFIER_CHARS):
 
 identifier_bytes = st.one_of(
     st.binary(max_size=200),
-    st.lists(st.sampled_from(list(b"az09_.:/@+- \"\\\x00\x7f\x80\xc3\xa9\xff")), max_size=150).map(bytes),
+    st.lists(st.sampled_from(list(b'az09_.:/@+- "\\\x00\x7f\x80\xc3\xa9\xff')), max_size=150).map(bytes),
     st.sampled_from(sorted(_verdict._KNOWN_IDENTIFIERS)),
 )
 
@@ -52,7 +52,7 @@ def test_known_finish_reasons_are_their_own_sanitized_form():
             assert _verdict.sanitize_identifier(raw) == reference_sanitize(raw) == name
             assert _verdict._sanitize(raw, _verdict.MAX_IDENTIFIER_CHARS) == name
     assert _verdict.sanitize_identifier(None) is None
-    assert _verdict.sanitize_identifier(b"\xff\"") is None
+    assert _verdict.sanitize_identifier(b'\xff"') is None
 
 
 def verdicts():
@@ -98,8 +98,10 @@ evidence = st.builds(
     malformed_events=st.integers(0, 2),
     sequence_gap=st.booleans(),
     finishes=st.lists(
-        st.tuples(st.integers(0, 9), st.sampled_from([None, b"stop", b"length", b"tool_calls",
-                                                      b"content_filter", b"MAX_TOKENS", b"weird\xff"])),
+        st.tuples(
+            st.integers(0, 9),
+            st.sampled_from([None, b"stop", b"length", b"tool_calls", b"content_filter", b"MAX_TOKENS", b"weird\xff"]),
+        ),
         max_size=6,
     ),
     blocked=st.sampled_from([None, b"SAFETY"]),
@@ -123,16 +125,25 @@ def test_cached_judgement_is_invisible(e, transport):
     assert vars(first) is not vars(again)
     # the counters are this evidence's own
     assert (again.events, again.bytes, again.comments, again.residual_bytes) == (
-        e.events, e.bytes, e.comments, e.residual_bytes)
+        e.events,
+        e.bytes,
+        e.comments,
+        e.residual_bytes,
+    )
     assert (again.text_events, again.reasoning_events, again.refusal_events, again.tool_calls) == (
-        e.text, e.reasoning, e.refusal, e.tool_calls)
+        e.text,
+        e.reasoning,
+        e.refusal,
+        e.tool_calls,
+    )
     assert again.choices == len(e.finishes) and again.malformed_events == e.malformed_events
 
 
 def test_streams_that_end_alike_share_a_judgement_not_counters():
     _verdict._judge_cached.cache_clear()
-    small = _verdict.Evidence("chat", 10, 2, 0, None, 0, None, True, 0, 0, False, [(0, b"stop")],
-                              None, 1, 0, 0, 0, False, b"gpt-4o")
+    small = _verdict.Evidence(
+        "chat", 10, 2, 0, None, 0, None, True, 0, 0, False, [(0, b"stop")], None, 1, 0, 0, 0, False, b"gpt-4o"
+    )
     large = dataclasses.replace(small, bytes=99999, events=500, text=480, comments=3)
     a, b = _verdict.decide(small), _verdict.decide(large)
     assert _verdict._judge_cached.cache_info().hits == 1
@@ -146,8 +157,7 @@ def test_many_choices_are_judged_without_the_cache():
     """The cache keys hold the raw finish reasons: a stream with many choices stays out."""
     _verdict._judge_cached.cache_clear()
     finishes = [(i, b"stop") for i in range(_verdict._CACHED_FINISHES + 1)]
-    e = _verdict.Evidence("chat", 10, 2, 0, None, 0, None, True, 0, 0, False, finishes,
-                          None, 1, 0, 0, 0, False, None)
+    e = _verdict.Evidence("chat", 10, 2, 0, None, 0, None, True, 0, 0, False, finishes, None, 1, 0, 0, 0, False, None)
     assert _verdict.decide(e).category == "complete"
     assert _verdict._judge_cached.cache_info().currsize == 0
 

@@ -29,9 +29,23 @@ class Mock:
     def __init__(self, tmp_path, *extra: str) -> None:
         self.log_path = tmp_path / "mock.jsonl"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "loadtests.mock_provider", "--port", "0", "--sentences", "6",
-             "--stall-seconds", str(STALL_SECONDS), "--log", str(self.log_path), *extra],
-            stderr=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                "-m",
+                "loadtests.mock_provider",
+                "--port",
+                "0",
+                "--sentences",
+                "6",
+                "--stall-seconds",
+                str(STALL_SECONDS),
+                "--log",
+                str(self.log_path),
+                *extra,
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         line = self.process.stderr.readline()
         match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
         assert match, f"the mock did not say where it listens: {line!r}"
@@ -46,13 +60,17 @@ class Mock:
         self.process.stderr.close()
 
 
-def request(port: int, method: str, path: str, body: dict | None = None,
-            headers: dict | None = None) -> dict:
+def request(port: int, method: str, path: str, body: dict | None = None, headers: dict | None = None) -> dict:
     """One request on a fresh connection, read with a raw socket: the status, the headers, the
     body's bytes as they came (de-chunked), how the connection ended, and the longest silence."""
     data = json.dumps(body).encode() if body is not None else b""
-    head = [f"{method} {path} HTTP/1.1", f"host: 127.0.0.1:{port}", "connection: close",
-            f"content-length: {len(data)}", "content-type: application/json"]
+    head = [
+        f"{method} {path} HTTP/1.1",
+        f"host: 127.0.0.1:{port}",
+        "connection: close",
+        f"content-length: {len(data)}",
+        "content-type: application/json",
+    ]
     head += [f"{k}: {v}" for k, v in (headers or {}).items()]
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
     sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + data)
@@ -79,8 +97,7 @@ def request(port: int, method: str, path: str, body: dict | None = None,
             ending = "eof-inside-chunking"
     elif method == "HEAD":
         rest = b""
-    return {"status": status, "headers": fields, "body": rest, "ending": ending,
-            "longest_gap": longest_gap}
+    return {"status": status, "headers": fields, "body": rest, "ending": ending, "longest_gap": longest_gap}
 
 
 def dechunk(data: bytes) -> tuple[bytes, bool]:
@@ -93,13 +110,12 @@ def dechunk(data: bytes) -> tuple[bytes, bool]:
         size = int(data[at:end], 16)
         if size == 0:
             return body, True
-        body += data[end + 2:end + 2 + size]
+        body += data[end + 2 : end + 2 + size]
         at = end + 2 + size + 2
 
 
 def generation(dialect: str, stream: bool = True) -> dict:
-    body = {"model": "mock-model", "stream": stream,
-            "messages": [{"role": "user", "content": "hello"}]}
+    body = {"model": "mock-model", "stream": stream, "messages": [{"role": "user", "content": "hello"}]}
     if dialect == "chat":
         body["stream_options"] = {"include_usage": True}
     if dialect == "gemini":

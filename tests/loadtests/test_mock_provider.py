@@ -58,23 +58,27 @@ def test_every_fault_reaches_the_client_as_its_name_says(mock, dialect, fault):
 
 def test_a_healthy_stream_carries_the_whole_readable_answer(mock):
     got = request(mock.port, "POST", PATHS["chat"], generation("chat"))
-    text = "".join(json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
-                   for line in got["body"].decode().split("\n\n")
-                   if line.startswith("data: {") and '"choices":[{' in line)
-    assert text.startswith("Sentence 1 of 6 ") and text.endswith("Sentence 6 of 6 of the mock "
-                                                                 "provider's answer, which keeps "
-                                                                 "going until it is complete.")
+    text = "".join(
+        json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
+        for line in got["body"].decode().split("\n\n")
+        if line.startswith("data: {") and '"choices":[{' in line
+    )
+    assert text.startswith("Sentence 1 of 6 ") and text.endswith(
+        "Sentence 6 of 6 of the mock provider's answer, which keeps going until it is complete."
+    )
 
 
 def test_once_faults_the_first_answer_and_heals_its_retries(mock):
     prefix = f"/F1-once.t{time.monotonic_ns()}"
-    first, second, third = (scan(request(mock.port, "POST", stream_path("responses", prefix),
-                                         generation("responses"))["body"], "responses")
-                            for _ in range(3))
+    first, second, third = (
+        scan(request(mock.port, "POST", stream_path("responses", prefix), generation("responses"))["body"], "responses")
+        for _ in range(3)
+    )
     assert first.category == "no_end_marker"
     assert second.category == third.category == "complete"
-    other = scan(request(mock.port, "POST", stream_path("responses", prefix + "x"),
-                         generation("responses"))["body"], "responses")
+    other = scan(
+        request(mock.port, "POST", stream_path("responses", prefix + "x"), generation("responses"))["body"], "responses"
+    )
     assert other.category == "no_end_marker", "another prefix has a once of its own"
     entries = [e for e in mock.entries() if e["path"].startswith(prefix + "/")]
     assert [e["applied"] for e in entries] == ["F1", "F0", "F0"] and all(e["once"] for e in entries)
@@ -89,14 +93,15 @@ def test_a_fallback_without_streaming_gets_one_json_answer(mock):
     assert answer["object"] == "chat.completion"
     assert answer["choices"][0]["finish_reason"] == "stop"
     assert "Sentence 6 of 6" in answer["choices"][0]["message"]["content"]
-    expected = {"chat": ("choices", 0, "finish_reason", "length"),
-                "responses": ("status", "incomplete"),
-                "anthropic": ("stop_reason", "max_tokens"),
-                "gemini": ("candidates", 0, "finishReason", "MAX_TOKENS")}
+    expected = {
+        "chat": ("choices", 0, "finish_reason", "length"),
+        "responses": ("status", "incomplete"),
+        "anthropic": ("stop_reason", "max_tokens"),
+        "gemini": ("candidates", 0, "finishReason", "MAX_TOKENS"),
+    }
     for dialect, (*keys, value) in expected.items():
         path = PATHS[dialect].replace("streamGenerateContent?alt=sse", "generateContent")
-        got = json.loads(request(mock.port, "POST", "/F4" + path,
-                                 generation(dialect, False))["body"])
+        got = json.loads(request(mock.port, "POST", "/F4" + path, generation(dialect, False))["body"])
         for key in keys:
             got = got[key]
         assert got == value, dialect
@@ -106,20 +111,17 @@ def test_the_endpoints_a_client_probes_answer(mock):
     assert request(mock.port, "HEAD", "/")["status"] == 200
     models = json.loads(request(mock.port, "GET", "/F4/v1/models")["body"])
     assert models["object"] == "list" and {m["object"] for m in models["data"]} == {"model"}
-    count = request(mock.port, "POST", "/v1/messages/count_tokens", {"model": "m",
-                                                                     "messages": []})
+    count = request(mock.port, "POST", "/v1/messages/count_tokens", {"model": "m", "messages": []})
     assert json.loads(count["body"]) == {"input_tokens": 12}
     count = request(mock.port, "POST", "/v1beta/models/gemini-2.5-flash:countTokens", {})
     assert count["status"] == 200 and "totalTokens" in json.loads(count["body"])
     missing = request(mock.port, "POST", "/v1/embeddings", {"model": "m"})
-    assert missing["status"] == 404 and "no such endpoint" in json.loads(missing["body"])[
-        "error"]["message"]
+    assert missing["status"] == 404 and "no such endpoint" in json.loads(missing["body"])["error"]["message"]
 
 
 def test_a_body_that_is_not_json_is_a_400_with_a_reason(mock):
     sock = socket.create_connection(("127.0.0.1", mock.port), timeout=5)
-    sock.sendall(b"POST /v1/responses HTTP/1.1\r\nhost: x\r\nconnection: close\r\n"
-                 b"content-length: 5\r\n\r\nnope!")
+    sock.sendall(b"POST /v1/responses HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-length: 5\r\n\r\nnope!")
     reply = b""
     while piece := sock.recv(65536):
         reply += piece
@@ -131,13 +133,15 @@ def test_a_body_that_is_not_json_is_a_400_with_a_reason(mock):
 def test_keep_alive_serves_one_request_after_another(mock):
     sock = socket.create_connection(("127.0.0.1", mock.port), timeout=5)
     body = json.dumps(generation("anthropic")).encode()
-    one = (b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: %d\r\n\r\n%s"
-           % (len(body), body))
+    one = b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
     sock.sendall(one + one)
     reply = b""
     # Read until the second answer has begun and ended (its status line, its last chunk).
-    while (reply.count(b"HTTP/1.1 ") < 2 or b"message_stop" not in reply.rsplit(b"HTTP/1.1", 1)[1]
-           or not reply.endswith(b"0\r\n\r\n")):
+    while (
+        reply.count(b"HTTP/1.1 ") < 2
+        or b"message_stop" not in reply.rsplit(b"HTTP/1.1", 1)[1]
+        or not reply.endswith(b"0\r\n\r\n")
+    ):
         piece = sock.recv(65536)
         assert piece, f"the connection closed after {reply.count(b'HTTP/1.1 ')} answer(s)"
         reply += piece
@@ -270,8 +274,7 @@ CORPUS_TWINS = {
 }
 
 
-@pytest.mark.parametrize(("dialect", "fault"), sorted(CORPUS_TWINS),
-                         ids=[f"{d}-{f}" for d, f in sorted(CORPUS_TWINS)])
+@pytest.mark.parametrize(("dialect", "fault"), sorted(CORPUS_TWINS), ids=[f"{d}-{f}" for d, f in sorted(CORPUS_TWINS)])
 def test_a_fault_ends_as_its_real_capture_does(dialect, fault):
     captured = corpus_file(CORPUS_TWINS[dialect, fault])
     sent = wire(dialect, fault)
@@ -287,9 +290,11 @@ def test_a_fault_ends_as_its_real_capture_does(dialect, fault):
     if (dialect, fault) == ("responses", "F4"):
         final = events(sent.body)[-1][1]["response"]
         real = events(captured)[-1][1]["response"]
-        assert (final["status"], final["incomplete_details"]) == \
-               (real["status"], real["incomplete_details"]) == \
-               ("incomplete", {"reason": "max_output_tokens"})
+        assert (
+            (final["status"], final["incomplete_details"])
+            == (real["status"], real["incomplete_details"])
+            == ("incomplete", {"reason": "max_output_tokens"})
+        )
 
 
 def test_gemini_errors_come_as_bare_json_as_captured():

@@ -20,8 +20,7 @@ REQUIRE_WRK = os.environ.get("FASTSSE_REQUIRE_WRK") == "1"
 
 
 def run(*args: str, timeout: float) -> tuple[int, str, dict]:
-    done = subprocess.run([sys.executable, "-m", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout)
+    done = subprocess.run([sys.executable, "-m", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout)
     match = re.search(r"^RESULT (\{.*\})$", done.stdout, re.M)
     return done.returncode, done.stdout + done.stderr, json.loads(match[1]) if match else {}
 
@@ -33,8 +32,18 @@ def postgres():
 
 def test_the_load_command_runs_locust_and_reports(tmp_path):
     report = tmp_path / "report"
-    code, output, _ = run("loadtests.load", "--duration", "8", "--users", "6", "--database",
-                          "sqlite", "--report-dir", str(report), timeout=240)
+    code, output, _ = run(
+        "loadtests.load",
+        "--duration",
+        "8",
+        "--users",
+        "6",
+        "--database",
+        "sqlite",
+        "--report-dir",
+        str(report),
+        timeout=240,
+    )
     assert code == 0, output  # every answer had the status and the category it should
     assert re.search(r"stored\s+\d+ streams/s\s+[\d.]+ MB/s", output), output
     assert (report / "report.html").stat().st_size > 10_000
@@ -61,9 +70,19 @@ def test_overload_is_refused_quickly_and_nothing_acknowledged_is_lost(postgres):
 def test_a_soak_keeps_memory_and_descriptors_flat(postgres):
     # A minute, half of it warm-up (caches and metric label sets fill first); a looser bound
     # than the 10-minute command's, still far below a leak of a kilobyte a post (~18 MB/min).
-    code, output, result = run("loadtests.reliability", "soak", "--seconds", "60", "--users",
-                               "4", "--warmup-seconds", "30", "--max-rss-mb-per-min", "3",
-                               timeout=300)
+    code, output, result = run(
+        "loadtests.reliability",
+        "soak",
+        "--seconds",
+        "60",
+        "--users",
+        "4",
+        "--warmup-seconds",
+        "30",
+        "--max-rss-mb-per-min",
+        "3",
+        timeout=300,
+    )
     assert result, output
     assert result["failures"] == 0, output
     assert result["fds_per_min"] <= 1.0, output

@@ -25,8 +25,9 @@ def test_every_fault_is_judged_as_its_name_says(judge, dialect, fault):
     assert verdict.category == EXPECTED_CATEGORY[fault], verdict
     if fault != "empty":
         assert judge(sent.body, "auto").protocol == dialect
-    assert sent.terminal_sent is (fault in ("F0", "F2C", "F4", "F5", "error")
-                                  and not (fault == "error" and dialect in ("anthropic", "gemini")))
+    assert sent.terminal_sent is (
+        fault in ("F0", "F2C", "F4", "F5", "error") and not (fault == "error" and dialect in ("anthropic", "gemini"))
+    )
     assert sent.ending == {"reset": "reset", "stall": "stall"}.get(fault, "close")
 
 

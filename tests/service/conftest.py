@@ -23,8 +23,7 @@ import pytest
 from loadtests.localhost import free_port, wait_until_answering
 
 REPO = Path(__file__).resolve().parents[2]
-POSTGRES_ADMIN = os.environ.get("POSTGRES_ADMIN_DSN",
-                                "host=127.0.0.1 port=5432 dbname=postgres user=postgres")
+POSTGRES_ADMIN = os.environ.get("POSTGRES_ADMIN_DSN", "host=127.0.0.1 port=5432 dbname=postgres user=postgres")
 REQUIRE_POSTGRES = os.environ.get("FASTSSE_REQUIRE_POSTGRES") == "1"
 
 INGEST_SECRET = "ingest-secret-gw1"
@@ -64,8 +63,10 @@ def postgres_admin():
 
 def dsn_to_url(dsn: str, dbname: str) -> str:
     parts = dict(item.split("=", 1) for item in dsn.split())
-    return (f"postgresql+psycopg://{parts.get('user', 'postgres')}@{parts.get('host', '127.0.0.1')}"
-            f":{parts.get('port', '5432')}/{dbname}")
+    return (
+        f"postgresql+psycopg://{parts.get('user', 'postgres')}@{parts.get('host', '127.0.0.1')}"
+        f":{parts.get('port', '5432')}/{dbname}"
+    )
 
 
 @pytest.fixture
@@ -101,8 +102,12 @@ def make_settings(database_url):
     from service.config import Settings
 
     def make(**overrides):
-        values = {"database_url": database_url, "ingest_tokens": TOKENS["INGEST_TOKENS"],
-                  "read_tokens": TOKENS["READ_TOKENS"], "retention_days": 0}
+        values = {
+            "database_url": database_url,
+            "ingest_tokens": TOKENS["INGEST_TOKENS"],
+            "read_tokens": TOKENS["READ_TOKENS"],
+            "retention_days": 0,
+        }
         values.update(overrides)
         return Settings(**values)
 
@@ -121,8 +126,7 @@ class ThreadServer:
         self.port = self.socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]},
-                                       daemon=True)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
 
     def __enter__(self):
         self.thread.start()
@@ -174,8 +178,9 @@ class ServiceProcess:
     ``cwd`` the checkout it runs in.
     """
 
-    def __init__(self, tmp_path: Path, env: dict, *, workers: int = 1,
-                 command: list[str] | None = None, cwd: Path = REPO) -> None:
+    def __init__(
+        self, tmp_path: Path, env: dict, *, workers: int = 1, command: list[str] | None = None, cwd: Path = REPO
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = tmp_path / f"service-{self.port}.log"
@@ -185,7 +190,10 @@ class ServiceProcess:
         command = command or [sys.executable, "-m", "service"]
         self.process = subprocess.Popen(
             [*command, "serve", "--port", str(self.port), "--workers", str(workers)],
-            cwd=cwd, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=full_env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
         )
         if not wait_until_answering(f"{self.url}/healthz", self.process):
             self.stop()

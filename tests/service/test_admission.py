@@ -17,9 +17,12 @@ from .streams import chat_stream
 def open_upload(port: int, stream_id: str, length: int, first: bytes) -> socket.socket:
     """A post whose headers and first bytes are sent, the rest held back."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-    sock.sendall(f"POST /v1/streams?stream_id={stream_id}&protocol=chat HTTP/1.1\r\n"
-                 f"host: 127.0.0.1\r\nauthorization: Bearer {INGEST_SECRET}\r\n"
-                 f"content-length: {length}\r\n\r\n".encode() + first)
+    sock.sendall(
+        f"POST /v1/streams?stream_id={stream_id}&protocol=chat HTTP/1.1\r\n"
+        f"host: 127.0.0.1\r\nauthorization: Bearer {INGEST_SECRET}\r\n"
+        f"content-length: {length}\r\n\r\n".encode()
+        + first
+    )
     return sock
 
 
@@ -40,9 +43,13 @@ def stored_ids(server) -> set[str]:
 
 
 def post(server, stream_id: str, body: bytes) -> httpx.Response:
-    return httpx.post(f"{server.url}/v1/streams", params={"stream_id": stream_id},
-                      content=body, headers={"authorization": f"Bearer {INGEST_SECRET}"},
-                      timeout=30)
+    return httpx.post(
+        f"{server.url}/v1/streams",
+        params={"stream_id": stream_id},
+        content=body,
+        headers={"authorization": f"Bearer {INGEST_SECRET}"},
+        timeout=30,
+    )
 
 
 def test_past_the_inflight_limit_a_post_is_refused_at_once_and_the_rest_go_on(serve):
@@ -71,10 +78,12 @@ def test_unverified_signed_posts_cannot_take_the_slots_of_authenticated_gateways
     held = []
     for n in range(3):
         sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
-        sock.sendall(f"POST /v1/streams?stream_id=forged-{n} HTTP/1.1\r\nhost: x\r\n"
-                     f"webhook-id: msg{n}\r\nwebhook-timestamp: {int(time.time())}\r\n"
-                     f"webhook-signature: v1,AAAA\r\ncontent-length: {len(body)}\r\n\r\n"
-                     .encode() + body[:5])
+        sock.sendall(
+            f"POST /v1/streams?stream_id=forged-{n} HTTP/1.1\r\nhost: x\r\n"
+            f"webhook-id: msg{n}\r\nwebhook-timestamp: {int(time.time())}\r\n"
+            f"webhook-signature: v1,AAAA\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+            + body[:5]
+        )
         held.append(sock)
     time.sleep(0.3)
     statuses = [answer_of(sock)[0] for sock in held[1:]]  # one slot for signed posts: 4 // 4
@@ -114,7 +123,7 @@ def test_an_upload_dribbled_past_the_total_timeout_gets_a_408_and_starves_nobody
             status, raw = answer_of(sock)
             break
         except TimeoutError:
-            sock.sendall(body[at:at + 1])  # a byte now and then: never idle
+            sock.sendall(body[at : at + 1])  # a byte now and then: never idle
             at += 1
             if len(served_meanwhile) < 3:
                 served_meanwhile.append(post(server, f"other-{at}", body).status_code)
@@ -136,7 +145,7 @@ def test_an_upload_slower_than_the_idle_timeout_but_never_quiet_that_long_is_sto
     started = time.monotonic()
     for at in range(size, len(body), size):
         time.sleep(0.25)
-        sock.sendall(body[at:at + size])
+        sock.sendall(body[at : at + size])
     status, raw = answer_of(sock)
     sock.close()
     assert status == 201, raw
@@ -166,9 +175,11 @@ def test_an_upload_timeout_fires_once_on_uvloops_millisecond_clock(monkeypatch):
             clock.stop()
         return None
 
-    for idle, total, limit in [(0.0123, 5, "UPLOAD_IDLE_TIMEOUT_SECONDS"),
-                               (5, 0.0377, "UPLOAD_TIMEOUT_SECONDS"),
-                               (0.007, 0.0041, "UPLOAD_TIMEOUT_SECONDS")]:
+    for idle, total, limit in [
+        (0.0123, 5, "UPLOAD_IDLE_TIMEOUT_SECONDS"),
+        (5, 0.0377, "UPLOAD_TIMEOUT_SECONDS"),
+        (0.007, 0.0041, "UPLOAD_TIMEOUT_SECONDS"),
+    ]:
         checks.clear()
         reason = uvloop.run(upload(idle, total))
         assert reason is not None and limit in reason

@@ -34,8 +34,11 @@ def _app():
     atexit.register(shutil.rmtree, directory, True)
     url = f"sqlite:///{directory}/verdicts.sqlite3"
     migrate(url)
-    return create_app(Settings(database_url=url, ingest_tokens=TOKENS["INGEST_TOKENS"],
-                               read_tokens=TOKENS["READ_TOKENS"], retention_days=0))
+    return create_app(
+        Settings(
+            database_url=url, ingest_tokens=TOKENS["INGEST_TOKENS"], read_tokens=TOKENS["READ_TOKENS"], retention_days=0
+        )
+    )
 
 
 schema = schemathesis.openapi.from_asgi("/openapi.json", _app())
@@ -44,9 +47,12 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", _app())
 @schema.parametrize()
 # Derandomized: CI sees the same examples every run (a random search that fails one run in
 # ten is noise there); a wider search is FASTSSE_SCHEMA_EXAMPLES=500 with a random seed.
-@settings(max_examples=int(os.environ.get("FASTSSE_SCHEMA_EXAMPLES", "40")), deadline=None,
-          derandomize="FASTSSE_SCHEMA_EXAMPLES" not in os.environ,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    max_examples=int(os.environ.get("FASTSSE_SCHEMA_EXAMPLES", "40")),
+    deadline=None,
+    derandomize="FASTSSE_SCHEMA_EXAMPLES" not in os.environ,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 def test_every_operation_answers_as_its_schema_says(case):
     headers = INGEST if case.path == "/v1/streams" else READ
     case.call_and_validate(headers=dict(headers), excluded_checks=[positive_data_acceptance])
@@ -58,6 +64,5 @@ def test_values_past_what_the_database_holds_are_a_422_not_a_500(client):
     assert answer.status_code == 422, answer.text
     assert client.get("/v1/verdicts/9223372036854775807", headers=READ).status_code == 404
     # And a time with no UTC equivalent (found by a wider run of the test above).
-    early = client.get("/v1/rates", params={"since": "0001-01-01T00:00:00+00:01"},
-                       headers=READ)
+    early = client.get("/v1/rates", params={"since": "0001-01-01T00:00:00+00:01"}, headers=READ)
     assert early.status_code == 422 and "out of range" in early.text

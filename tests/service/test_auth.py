@@ -13,11 +13,15 @@ from .streams import chat_stream
 from .test_ingest import stored_rows
 
 
-def signed_headers(body: bytes, *, secret: str = WEBHOOK_SECRET, msg_id: str = "msg_1",
-                   timestamp: int | None = None) -> dict:
+def signed_headers(
+    body: bytes, *, secret: str = WEBHOOK_SECRET, msg_id: str = "msg_1", timestamp: int | None = None
+) -> dict:
     timestamp = int(time.time()) if timestamp is None else timestamp
-    return {"webhook-id": msg_id, "webhook-timestamp": str(timestamp),
-            "webhook-signature": sign_webhook(secret, msg_id, timestamp, body)}
+    return {
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": sign_webhook(secret, msg_id, timestamp, body),
+    }
 
 
 @pytest.mark.parametrize(
@@ -31,8 +35,7 @@ def signed_headers(body: bytes, *, secret: str = WEBHOOK_SECRET, msg_id: str = "
     ],
 )
 def test_ingest_without_a_gateway_secret_is_401_and_stores_nothing(client, database_url, headers):
-    response = client.post("/v1/streams", params={"stream_id": "s"}, content=chat_stream(),
-                           headers=headers)
+    response = client.post("/v1/streams", params={"stream_id": "s"}, content=chat_stream(), headers=headers)
     assert response.status_code == 401
     assert response.headers["www-authenticate"] == "Bearer"
     assert stored_rows(database_url) == []
@@ -44,8 +47,9 @@ def test_credentials_are_checked_before_parameters(client):
 
 
 def test_gateway_comes_from_the_credential_not_a_parameter(client):
-    verdict = client.post("/v1/streams", params={"stream_id": "s", "gateway": "signer"},
-                          content=chat_stream(), headers=INGEST).json()
+    verdict = client.post(
+        "/v1/streams", params={"stream_id": "s", "gateway": "signer"}, content=chat_stream(), headers=INGEST
+    ).json()
     assert verdict["gateway"] == "gw1"
 
 
@@ -58,17 +62,17 @@ def test_reads_need_a_read_token(client, path):
 
 def test_signed_post_is_accepted_as_the_signing_gateway(client, database_url):
     body = chat_stream()
-    response = client.post("/v1/streams", params={"stream_id": "signed"}, content=body,
-                           headers=signed_headers(body))
+    response = client.post("/v1/streams", params={"stream_id": "signed"}, content=body, headers=signed_headers(body))
     assert response.status_code == 201, response.text
     assert response.json()["gateway"] == "signer"
 
 
 def test_signed_chunked_post_is_checked_over_the_streamed_body(client):
     body = chat_stream(text="many words " * 300)
-    pieces = (body[i:i + 700] for i in range(0, len(body), 700))
-    response = client.post("/v1/streams", params={"stream_id": "signed-chunked"}, content=pieces,
-                           headers=signed_headers(body))
+    pieces = (body[i : i + 700] for i in range(0, len(body), 700))
+    response = client.post(
+        "/v1/streams", params={"stream_id": "signed-chunked"}, content=pieces, headers=signed_headers(body)
+    )
     assert response.status_code == 201, response.text
 
 
@@ -94,8 +98,7 @@ def test_bad_signatures_are_401_and_store_nothing(client, database_url, tamper):
         headers["webhook-signature"] = "v1,@@@"
     elif tamper == "v2-only":
         headers["webhook-signature"] = headers["webhook-signature"].replace("v1,", "v2,")
-    response = client.post("/v1/streams", params={"stream_id": "s"}, content=sent,
-                           headers=headers)
+    response = client.post("/v1/streams", params={"stream_id": "s"}, content=sent, headers=headers)
     assert response.status_code == 401
     assert stored_rows(database_url) == []
 
@@ -104,8 +107,7 @@ def test_one_of_several_signatures_may_match(client):
     body = chat_stream()
     headers = signed_headers(body)
     headers["webhook-signature"] = "v1,AAAA " + headers["webhook-signature"]
-    response = client.post("/v1/streams", params={"stream_id": "rotated"}, content=body,
-                           headers=headers)
+    response = client.post("/v1/streams", params={"stream_id": "rotated"}, content=body, headers=headers)
     assert response.status_code == 201
 
 
@@ -113,7 +115,9 @@ def test_token_lists_parse_and_refuse_junk_without_echoing_secrets(tmp_path):
     file = tmp_path / "tokens"
     file.write_text("# gateways\ngw2:two\n\n")
     assert parse_tokens("gw1:one:with:colons", file, setting="INGEST_TOKENS") == {
-        "gw1": "one:with:colons", "gw2": "two"}
+        "gw1": "one:with:colons",
+        "gw2": "two",
+    }
     for bad in ("nosecret", "bad name:s", "gw:", "gw:a,gw:b"):
         with pytest.raises(ConfigError) as caught:
             parse_tokens(bad, None, setting="INGEST_TOKENS")
@@ -156,11 +160,9 @@ def test_signing_in_and_out_over_http(client):
     assert redirect.headers["location"] == "/signin?next=/%3Fwindow%3D7d"
     wrong = client.post("/signin", content=b"token=nope&next=/", follow_redirects=False)
     assert wrong.status_code == 401 and "not known" in wrong.text
-    ingest = client.post("/signin", content=f"token={INGEST_SECRET}".encode(),
-                         follow_redirects=False)
+    ingest = client.post("/signin", content=f"token={INGEST_SECRET}".encode(), follow_redirects=False)
     assert ingest.status_code == 401 and "ingest token" in ingest.text
-    evil = client.post("/signin", content=f"token={READ_SECRET}&next=//evil.example/".encode(),
-                       follow_redirects=False)
+    evil = client.post("/signin", content=f"token={READ_SECRET}&next=//evil.example/".encode(), follow_redirects=False)
     assert evil.status_code == 303 and evil.headers["location"] == "/"
     assert "httponly" in evil.headers["set-cookie"].lower()
     assert "samesite=strict" in evil.headers["set-cookie"].lower()

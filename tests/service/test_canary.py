@@ -23,18 +23,18 @@ def canary_streams() -> list[tuple[dict, bytes]]:
         ({"protocol": "chat"}, chat[: chat.index(CANARY.encode()) + 10]),  # cut inside it
         ({"protocol": "chat"}, chat_stream(tool_arguments='{"q": "' + CANARY + '"}')),
         ({"protocol": "chat"}, chat_stream(tool_arguments='{"q": "' + CANARY)),  # malformed
-        ({"protocol": "chat"}, b'data: {"error": {"message": "' + CANARY.encode()
-                               + b'", "type": "server_error"}}\n\n'),
+        ({"protocol": "chat"}, b'data: {"error": {"message": "' + CANARY.encode() + b'", "type": "server_error"}}\n\n'),
         ({"protocol": "anthropic"}, anthropic_stream(text=CANARY)),
         ({"protocol": "anthropic"}, anthropic_stream(error=CANARY)),
-        ({"protocol": "responses"}, b'event: response.failed\ndata: {"type": "response.failed", '
-                                    b'"response": {"error": {"code": "server_error", "message": "'
-                                    + CANARY.encode() + b'"}}}\n\n'),
-        ({}, b'{"error": {"code": 500, "message": "' + CANARY.encode()
-             + b'", "status": "INTERNAL"}}'),
+        (
+            {"protocol": "responses"},
+            b'event: response.failed\ndata: {"type": "response.failed", '
+            b'"response": {"error": {"code": "server_error", "message": "' + CANARY.encode() + b'"}}}\n\n',
+        ),
+        ({}, b'{"error": {"code": 500, "message": "' + CANARY.encode() + b'", "status": "INTERNAL"}}'),
         ({}, CANARY.encode() + b"\n\n" + CANARY.encode()),  # not SSE at all
         ({"protocol": "chat"}, b"data: " + CANARY.encode() * 50 + b"\n\n"),
-        ({}, b'data: {"x": "' + CANARY.encode() + b'\n\n' + chat),  # a broken event
+        ({}, b'data: {"x": "' + CANARY.encode() + b"\n\n" + chat),  # a broken event
         ({}, chat + b'data: {"choices": [{"delta": {"content": "' + CANARY.encode()),  # residue
         ({}, chat.replace(b'"content": "secret "', b'"refusal": "' + CANARY.encode() + b'"')),
     ]
@@ -48,8 +48,7 @@ def database_dump(url: str) -> str:
         finally:
             connection.close()
     target = url.replace("postgresql+psycopg://", "postgresql://")
-    return subprocess.run(["pg_dump", "--data-only", target], check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(["pg_dump", "--data-only", target], check=True, capture_output=True, text=True).stdout
 
 
 def test_canary_never_leaves_the_request_body(service_process, database_url):
@@ -59,42 +58,59 @@ def test_canary_never_leaves_the_request_body(service_process, database_url):
     with httpx.Client(base_url=service.url, timeout=30) as http:
         for i, (params, body) in enumerate(canary_streams()):
             assert CANARY[:10].encode() in body
-            response = http.post("/v1/streams", content=body, headers=INGEST,
-                                 params={"stream_id": f"canary-{i}", "tool": "codex",
-                                         "request_id": "canary-chain", "attempt": i, **params})
+            response = http.post(
+                "/v1/streams",
+                content=body,
+                headers=INGEST,
+                params={
+                    "stream_id": f"canary-{i}",
+                    "tool": "codex",
+                    "request_id": "canary-chain",
+                    "attempt": i,
+                    **params,
+                },
+            )
             assert response.status_code == 201, response.text
             answers.append(response.text)
             first_answers.append(response.json())
-            again = http.post("/v1/streams", content=body, headers=INGEST,
-                              params={"stream_id": f"canary-{i}"})
+            again = http.post("/v1/streams", content=body, headers=INGEST, params={"stream_id": f"canary-{i}"})
             answers.append(again.text)
-        conflict = http.post("/v1/streams", content=b"data: other\n\n", headers=INGEST,
-                             params={"stream_id": "canary-0"})
+        conflict = http.post(
+            "/v1/streams", content=b"data: other\n\n", headers=INGEST, params={"stream_id": "canary-0"}
+        )
         assert conflict.status_code == 409
         answers.append(conflict.text)
         answers.append(http.get("/v1/verdicts", params={"limit": 1000}, headers=READ).text)
-        answers.append(http.get("/v1/rates", params={"by": "gateway,tool,protocol"},
-                                headers=READ).text)
+        answers.append(http.get("/v1/rates", params={"by": "gateway,tool,protocol"}, headers=READ).text)
         # and what the dashboard reads and shows
-        for path in ("/v1/series", "/v1/series.svg", "/v1/retries", "/v1/requests/canary-chain",
-                     "/v1/categories"):
+        for path in ("/v1/series", "/v1/series.svg", "/v1/retries", "/v1/requests/canary-chain", "/v1/categories"):
             answers.append(http.get(path, headers=READ).text)
-        signed_in = http.post("/signin", content=f"token={READ_SECRET}".encode(),
-                              follow_redirects=True)
+        signed_in = http.post("/signin", content=f"token={READ_SECRET}".encode(), follow_redirects=True)
         answers.append(signed_in.text)  # the dashboard page itself
         assert "signed in as" in signed_in.text
         metrics = http.get("/metrics").text
     categories = {answer["category"] for answer in first_answers}
     # The canary went through many different verdict paths.
-    assert {"complete", "no_end_marker", "tool_call_malformed", "upstream_error",
-            "malformed_event", "buffer_residual", "content_filtered"} <= categories
+    assert {
+        "complete",
+        "no_end_marker",
+        "tool_call_malformed",
+        "upstream_error",
+        "malformed_event",
+        "buffer_residual",
+        "content_filtered",
+    } <= categories
     service.stop()
 
     dump = database_dump(database_url)
     assert "canary-3" in dump  # the dump really holds the rows
     assert "fastsse_stream_verdicts_total" in metrics
-    for where, text in [("database", dump), ("logs", service.log()), ("metrics", metrics),
-                        *(("response", a) for a in answers)]:
+    for where, text in [
+        ("database", dump),
+        ("logs", service.log()),
+        ("metrics", metrics),
+        *(("response", a) for a in answers),
+    ]:
         assert CANARY not in text, f"the canary reached the {where}"
         assert CANARY[:20] not in text, f"part of the canary reached the {where}"
         for secret in (INGEST_SECRET, READ_SECRET, WEBHOOK_SECRET):

@@ -35,8 +35,7 @@ def throwaway_postgres():
         server.destroy()
 
 
-def test_no_acknowledged_verdict_is_lost_across_a_database_crash(throwaway_postgres,
-                                                                   service_process):
+def test_no_acknowledged_verdict_is_lost_across_a_database_crash(throwaway_postgres, service_process):
     database = throwaway_postgres
     service = service_process({"DATABASE_URL": database.url, "WRITE_TIMEOUT_SECONDS": "10"})
     body = chat_stream(text="a reasonably long answer " * 20)
@@ -51,8 +50,7 @@ def test_no_acknowledged_verdict_is_lost_across_a_database_crash(throwaway_postg
             while not stop.is_set():
                 stream_id = f"t{worker}-{n}"
                 n += 1
-                response = http.post("/v1/streams", params={"stream_id": stream_id},
-                                     content=body, headers=INGEST)
+                response = http.post("/v1/streams", params={"stream_id": stream_id}, content=body, headers=INGEST)
                 with lock:
                     if response.status_code in (200, 201):
                         acknowledged.append(stream_id)
@@ -87,8 +85,7 @@ def test_no_acknowledged_verdict_is_lost_across_a_database_crash(throwaway_postg
     # Retried refusals are stored once: 201 if the first try was lost, 200 if it had committed.
     with httpx.Client(base_url=service.url, timeout=30) as http:
         for stream_id in refused:
-            response = http.post("/v1/streams", params={"stream_id": stream_id}, content=body,
-                                 headers=INGEST)
+            response = http.post("/v1/streams", params={"stream_id": stream_id}, content=body, headers=INGEST)
             assert response.status_code in (200, 201)
 
     engine = create_engine(database.url)

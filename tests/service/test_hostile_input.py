@@ -47,7 +47,7 @@ def test_garbage_and_noise_are_verdicts_never_errors(service):
     bodies = {
         "noise": noise.randbytes(300_000),
         "nul": b"\0" * 10_000,
-        "half-utf8": "data: {\"x\": \"é".encode()[:-1] + b"\n\n",
+        "half-utf8": 'data: {"x": "é'.encode()[:-1] + b"\n\n",
         "json-garbage": b"data: {{{{[[[[\n\n" * 1000,
         "no-newlines": b"x" * 100_000,
         "crlf-storm": b"\r" * 50_000,
@@ -60,19 +60,25 @@ def test_garbage_and_noise_are_verdicts_never_errors(service):
     assert len(rows(service)) == len(bodies)
 
 
-@pytest.mark.parametrize(("query", "expected"), [
-    (b"stream_id=%FF%FE", 422),  # not UTF-8 once decoded
-    (b"stream_id=ok&protocol=%00", 422),
-    (b"stream_id=" + b"a" * 5000, 422),
-    (b"stream_id=\xff\xfe", 400),  # raw bytes outside ASCII: the HTTP parser refuses them
-    (b"stream_id=s%20p", 422),
-    (b"stream_id=ok&attempt=1e999", 422),
-    (b"stream_id=ok&ended_at=%F0%9F%92%A5", 422),
-])
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        (b"stream_id=%FF%FE", 422),  # not UTF-8 once decoded
+        (b"stream_id=ok&protocol=%00", 422),
+        (b"stream_id=" + b"a" * 5000, 422),
+        (b"stream_id=\xff\xfe", 400),  # raw bytes outside ASCII: the HTTP parser refuses them
+        (b"stream_id=s%20p", 422),
+        (b"stream_id=ok&attempt=1e999", 422),
+        (b"stream_id=ok&ended_at=%F0%9F%92%A5", 422),
+    ],
+)
 def test_odd_bytes_in_the_query_string_are_a_4xx_with_a_reason(service, query, expected):
-    answer = raw(service.port, b"POST /v1/streams?" + query + b" HTTP/1.1\r\nhost: x\r\n"
-                 b"authorization: " + INGEST["Authorization"].encode() + b"\r\n"
-                 b"content-length: 0\r\nconnection: close\r\n\r\n")
+    answer = raw(
+        service.port,
+        b"POST /v1/streams?" + query + b" HTTP/1.1\r\nhost: x\r\n"
+        b"authorization: " + INGEST["Authorization"].encode() + b"\r\n"
+        b"content-length: 0\r\nconnection: close\r\n\r\n",
+    )
     assert status_of(answer) == expected, answer[:300]
     assert b'"detail"' in answer or expected == 400
     assert rows(service) == []
@@ -90,12 +96,23 @@ def test_odd_headers_are_refused_or_ignored_never_a_500(service):
     statuses = {}
     for name, extra in cases.items():
         auth = b"" if name == "bad auth encoding" else b"authorization: " + token + b"\r\n"
-        answer = raw(service.port, b"POST /v1/streams?stream_id=h-" + name.replace(" ", "-")
-                     .encode() + b" HTTP/1.1\r\nhost: x\r\n" + auth + extra +
-                     b"content-length: 2\r\nconnection: close\r\n\r\nhi")
+        answer = raw(
+            service.port,
+            b"POST /v1/streams?stream_id=h-"
+            + name.replace(" ", "-").encode()
+            + b" HTTP/1.1\r\nhost: x\r\n"
+            + auth
+            + extra
+            + b"content-length: 2\r\nconnection: close\r\n\r\nhi",
+        )
         statuses[name] = status_of(answer)
-    assert statuses == {"latin-1 value": 201, "control bytes": 400, "huge header": 431,
-                        "many headers": 431, "bad auth encoding": 401}
+    assert statuses == {
+        "latin-1 value": 201,
+        "control bytes": 400,
+        "huge header": 431,
+        "many headers": 431,
+        "bad auth encoding": 401,
+    }
     assert len(rows(service)) == sum(1 for s in statuses.values() if s in (200, 201))
 
 
@@ -120,15 +137,16 @@ def test_a_header_that_never_ends_is_refused_before_it_grows(service):
     assert rss_kb(pid) - before_kb < 20_000, "the unfinished header was kept"
 
 
-def test_a_head_that_dribbles_in_is_cut_off_and_others_are_served_meanwhile(
-        service_process, database_url):
+def test_a_head_that_dribbles_in_is_cut_off_and_others_are_served_meanwhile(service_process, database_url):
     impatient = service_process({"DATABASE_URL": database_url, "HEAD_TIMEOUT_SECONDS": "1"})
     with socket.create_connection(("127.0.0.1", impatient.port), timeout=10) as sock:
         sock.sendall(b"POST /v1/streams?stream_id=dribbled HTTP/1.1\r\nhost: x\r\nx-slow: ")
         started = time.monotonic()
         with httpx.Client(base_url=impatient.url, headers=INGEST, timeout=10) as http:
-            assert http.post("/v1/streams", params={"stream_id": "meanwhile"},
-                             content=b"data: [DONE]\n\n").status_code == 201
+            assert (
+                http.post("/v1/streams", params={"stream_id": "meanwhile"}, content=b"data: [DONE]\n\n").status_code
+                == 201
+            )
         answer = b""
         try:
             while time.monotonic() - started < 6 and not answer:
@@ -156,8 +174,7 @@ def test_random_tool_names_are_stored_tamed(service):
     names = ["Ω-tool", "a" * 1000, "../../etc/passwd", "<script>", "tool\x00nul", "  "]
     with httpx.Client(base_url=service.url, headers=INGEST, timeout=30) as http:
         for n, name in enumerate(names):
-            answer = http.post("/v1/streams", params={"stream_id": f"t{n}", "tool": name},
-                               content=b"data: [DONE]\n\n")
+            answer = http.post("/v1/streams", params={"stream_id": f"t{n}", "tool": name}, content=b"data: [DONE]\n\n")
             assert answer.status_code in (201, 422), answer.text
     for verdict in rows(service):
         assert len(verdict["tool"]) <= 64 and "<" not in verdict["tool"]
@@ -176,14 +193,20 @@ def test_thousands_of_connections_opened_and_dropped_leak_nothing(service):
         for n in range(500):
             sock = socket.create_connection(("127.0.0.1", service.port), timeout=10)
             if n % 2:
-                sock.sendall(b"POST /v1/streams?stream_id=dropped HTTP/1.1\r\nhost: x\r\n"
-                             b"content-length: 100000\r\n\r\ndata: ")
+                sock.sendall(
+                    b"POST /v1/streams?stream_id=dropped HTTP/1.1\r\nhost: x\r\ncontent-length: 100000\r\n\r\ndata: "
+                )
             sockets.append(sock)
         for sock in sockets:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
             sock.close()  # a reset, half of them mid-upload
-    answer = httpx.post(f"{service.url}/v1/streams", params={"stream_id": "after"},
-                        content=b"data: [DONE]\n\n", headers=INGEST, timeout=30)
+    answer = httpx.post(
+        f"{service.url}/v1/streams",
+        params={"stream_id": "after"},
+        content=b"data: [DONE]\n\n",
+        headers=INGEST,
+        timeout=30,
+    )
     assert answer.status_code == 201
     deadline = time.monotonic() + 20
     while open_fds(pid) > baseline + 5 and time.monotonic() < deadline:

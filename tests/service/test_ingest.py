@@ -61,7 +61,7 @@ def test_complete_stream_is_stored_and_answered_201(client, database_url):
         (chat_stream(done=False), {"transport": "reset"}, "transport_error", False),
         (chat_stream(), {"upstream_status": "502"}, "complete", False),
         (chat_stream(done=False), {"upstream_status": "500"}, "no_end_marker", False),
-        (chat_stream() + b"data: {\"id\": \"chatc", {}, "buffer_residual", True),
+        (chat_stream() + b'data: {"id": "chatc', {}, "buffer_residual", True),
         (anthropic_stream(error="busy"), {"protocol": "anthropic"}, "upstream_error", True),
         (b"", {}, "no_end_marker", True),
     ],
@@ -93,8 +93,12 @@ def test_stream_ids_are_per_gateway(serve, database_url):
     server = serve(ingest_tokens="gw1:one,gw2:two")
     with httpx.Client(base_url=server.url) as http:
         for secret in ("one", "two"):
-            response = http.post("/v1/streams", params={"stream_id": "same"},
-                                 content=chat_stream(), headers={"Authorization": f"Bearer {secret}"})
+            response = http.post(
+                "/v1/streams",
+                params={"stream_id": "same"},
+                content=chat_stream(),
+                headers={"Authorization": f"Bearer {secret}"},
+            )
             assert response.status_code == 201
     assert sorted(r["gateway"] for r in stored_rows(database_url)) == ["gw1", "gw2"]
 
@@ -128,9 +132,11 @@ def test_rows_and_rollups_agree_after_many_posts(server, database_url):
         assert set(pool.map(send, range(90))) == {201}
     engine = make_engine(database_url)
     with engine.connect() as connection:
-        per_category = dict(connection.execute(
-            select(VerdictRollup.category, func.sum(VerdictRollup.verdicts))
-            .group_by(VerdictRollup.category)).all())
+        per_category = dict(
+            connection.execute(
+                select(VerdictRollup.category, func.sum(VerdictRollup.verdicts)).group_by(VerdictRollup.category)
+            ).all()
+        )
         silent = connection.execute(select(func.sum(VerdictRollup.silent))).scalar_one()
     engine.dispose()
     assert per_category == {"complete": 30, "no_end_marker": 30, "truncated_length": 30}
@@ -194,8 +200,7 @@ def test_body_over_the_limit_gets_413_and_nothing_stored(serve, database_url):
             for _ in range(100):
                 yield b": keep-alive padding " * 10
 
-        chunked = http.post("/v1/streams", params={"stream_id": "c"}, content=chunks(),
-                            headers=INGEST)
+        chunked = http.post("/v1/streams", params={"stream_id": "c"}, content=chunks(), headers=INGEST)
         assert chunked.status_code == 413
         assert post(http, chat_stream(), stream_id="small").status_code == 201
     assert [r["stream_id"] for r in stored_rows(database_url)] == ["small"]
@@ -223,9 +228,11 @@ def raw_request(port: int, head: bytes, body_parts, *, read: bool = True) -> byt
 def test_413_comes_before_the_body_is_read(serve, database_url):
     """A lying Content-Length that is too large is refused at once; the body is never sent."""
     server = serve(max_body_bytes=1000)
-    head = (b"POST /v1/streams?stream_id=big HTTP/1.1\r\nHost: x\r\n"
-            b"Authorization: Bearer ingest-secret-gw1\r\nContent-Length: 100000000\r\n"
-            b"Connection: close\r\n\r\n")
+    head = (
+        b"POST /v1/streams?stream_id=big HTTP/1.1\r\nHost: x\r\n"
+        b"Authorization: Bearer ingest-secret-gw1\r\nContent-Length: 100000000\r\n"
+        b"Connection: close\r\n\r\n"
+    )
     answer = raw_request(server.port, head, [])
     assert answer.startswith(b"HTTP/1.1 413")
     assert stored_rows(database_url) == []
@@ -233,8 +240,10 @@ def test_413_comes_before_the_body_is_read(serve, database_url):
 
 def test_chunked_body_past_the_limit_is_cut_off_while_it_streams(serve, database_url):
     server = serve(max_body_bytes=50_000)
-    head = (b"POST /v1/streams?stream_id=endless HTTP/1.1\r\nHost: x\r\n"
-            b"Authorization: Bearer ingest-secret-gw1\r\nTransfer-Encoding: chunked\r\n\r\n")
+    head = (
+        b"POST /v1/streams?stream_id=endless HTTP/1.1\r\nHost: x\r\n"
+        b"Authorization: Bearer ingest-secret-gw1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
     piece = b": padding\n" * 1000
     chunk = f"{len(piece):x}\r\n".encode() + piece + b"\r\n"
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
@@ -259,9 +268,10 @@ def test_chunked_body_past_the_limit_is_cut_off_while_it_streams(serve, database
 
 def test_upload_that_breaks_off_stores_nothing(server, database_url):
     body = chat_stream()
-    head = (b"POST /v1/streams?stream_id=cut HTTP/1.1\r\nHost: x\r\n"
-            b"Authorization: Bearer ingest-secret-gw1\r\n"
-            + f"Content-Length: {len(body) + 500}\r\n\r\n".encode())
+    head = (
+        b"POST /v1/streams?stream_id=cut HTTP/1.1\r\nHost: x\r\n"
+        b"Authorization: Bearer ingest-secret-gw1\r\n" + f"Content-Length: {len(body) + 500}\r\n\r\n".encode()
+    )
     raw_request(server.port, head, [body], read=False)  # closes after sending too few bytes
     # The next request is answered only after the server saw the broken upload (same loop).
     with httpx.Client(base_url=server.url) as http:
@@ -270,8 +280,7 @@ def test_upload_that_breaks_off_stores_nothing(server, database_url):
 
 
 def test_database_down_gives_503_with_retry_after(serve):
-    server = serve(database_url="postgresql+psycopg://postgres@127.0.0.1:1/none",
-                   write_timeout_seconds=20)
+    server = serve(database_url="postgresql+psycopg://postgres@127.0.0.1:1/none", write_timeout_seconds=20)
     with httpx.Client(base_url=server.url, timeout=30) as http:
         response = post(http, chat_stream())
         assert response.status_code == 503
@@ -293,8 +302,7 @@ def test_max_event_bytes_is_handed_to_fastsse(serve):
 
 
 def test_a_parameter_given_twice_is_refused_and_unknown_ones_are_ignored(client, database_url):
-    twice = client.post("/v1/streams?stream_id=a&stream_id=b", content=chat_stream(),
-                        headers=INGEST)
+    twice = client.post("/v1/streams?stream_id=a&stream_id=b", content=chat_stream(), headers=INGEST)
     assert twice.status_code == 422
     assert twice.json()["detail"][0]["loc"] == ["query", "stream_id"]
     assert stored_rows(database_url) == []
@@ -302,10 +310,29 @@ def test_a_parameter_given_twice_is_refused_and_unknown_ones_are_ignored(client,
     assert newer.status_code == 201
 
 
-@pytest.mark.parametrize("query", [
-    "", "&", "&&a=1&", "stream_id=a&tool=codex", "a", "a=", "=b", "a==b", "a=b=c", "a;b=c",
-    "a=%41&b=c", "a=x+y", "%zz=1", "a=%", "a=%F0%9F%92%A5", "a=1&a=2", "+=+", "a=b&&c",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "",
+        "&",
+        "&&a=1&",
+        "stream_id=a&tool=codex",
+        "a",
+        "a=",
+        "=b",
+        "a==b",
+        "a=b=c",
+        "a;b=c",
+        "a=%41&b=c",
+        "a=x+y",
+        "%zz=1",
+        "a=%",
+        "a=%F0%9F%92%A5",
+        "a=1&a=2",
+        "+=+",
+        "a=b&&c",
+    ],
+)
 def test_the_query_is_read_as_parse_qsl_reads_it(query):
     from urllib.parse import parse_qsl
 
@@ -321,8 +348,7 @@ def test_the_openapi_document_describes_every_ingest_parameter(client):
     documented = {p["name"]: p for p in operation["parameters"]}
     assert list(documented) == [p.name for p in PARAMETERS]
     assert documented["stream_id"]["required"] is True
-    assert documented["protocol"]["schema"]["enum"] == ["auto", "chat", "responses",
-                                                        "anthropic", "gemini"]
+    assert documented["protocol"]["schema"]["enum"] == ["auto", "chat", "responses", "anthropic", "gemini"]
     assert documented["upstream_status"]["schema"]["maximum"] == 599
     assert {"200", "201", "401", "409", "413", "422", "503"} <= set(operation["responses"])
 
@@ -338,7 +364,7 @@ def test_the_fast_path_answers_as_the_fastapi_route_does(make_settings, database
         """Sent in chunks, without a content-length: the limit is found while reading."""
 
         def pieces(self):
-            yield from (self[i:i + 4096] for i in range(0, len(self), 4096))
+            yield from (self[i : i + 4096] for i in range(0, len(self), 4096))
 
     too_large = chat_stream(text="a long answer " * 2000)
     cases = [
@@ -355,31 +381,32 @@ def test_the_fast_path_answers_as_the_fastapi_route_does(make_settings, database
     ]
 
     def answers(fast: bool, gateway: str) -> list:
-        settings = make_settings(ingest_tokens=f"{gateway}:ingest-secret-gw1",
-                                 max_body_bytes=len(too_large) - 100)
-        with ThreadServer(create_app(settings, ingest_fast_path=fast)) as server, \
-                httpx.Client(base_url=server.url, timeout=30) as http:
+        settings = make_settings(ingest_tokens=f"{gateway}:ingest-secret-gw1", max_body_bytes=len(too_large) - 100)
+        with (
+            ThreadServer(create_app(settings, ingest_fast_path=fast)) as server,
+            httpx.Client(base_url=server.url, timeout=30) as http,
+        ):
             out = []
             for params, body, headers in cases:
                 content = body.pieces() if isinstance(body, Chunked) else body
-                response = http.post("/v1/streams", params=params, content=content,
-                                     headers=headers)
+                response = http.post("/v1/streams", params=params, content=content, headers=headers)
                 payload = response.json()
                 if isinstance(payload, dict):
                     for varying in ("id", "received_at", "ended_at", "gateway"):
                         payload.pop(varying, None)
                 # every header, in order, but the server's own and the length of a verdict
                 # (it carries the gateway's name and the times)
-                sent = [(name, value) for name, value in response.headers.multi_items()
-                        if name not in ("date", "server") and not (
-                            name == "content-length" and response.status_code < 300)]
+                sent = [
+                    (name, value)
+                    for name, value in response.headers.multi_items()
+                    if name not in ("date", "server") and not (name == "content-length" and response.status_code < 300)
+                ]
                 out.append((response.status_code, payload, sent))
             return out
 
     # Two gateways, so that the stream ids do not collide in the one database.
     fast, routed = answers(True, "fast"), answers(False, "routed")
-    assert [status for status, *_ in fast] == [201, 200, 409, 401, 401, 422, 201, 413, 413,
-                                               201]
+    assert [status for status, *_ in fast] == [201, 200, 409, 401, 401, 422, 201, 413, 413, 201]
     assert fast == routed
 
 
@@ -403,8 +430,7 @@ def test_a_bug_on_the_fast_path_is_a_counted_500_and_the_service_goes_on(serve, 
 
     def answers_500() -> float:  # the metrics live as long as the process: compare
         scraped = httpx.get(f"{server.url}/metrics", timeout=30).text
-        found = re.search(r'^fastsse_ingest_requests_total\{status="500"\} (\S+)$', scraped,
-                          re.M)
+        found = re.search(r'^fastsse_ingest_requests_total\{status="500"\} (\S+)$', scraped, re.M)
         return float(found.group(1)) if found else 0.0
 
     monkeypatch.setattr(streams, "ingest", buggy)
@@ -416,11 +442,13 @@ def test_a_bug_on_the_fast_path_is_a_counted_500_and_the_service_goes_on(serve, 
     try:
         before = answers_500()
         # One connection each: the server closes the one an exception escaped on.
-        first = httpx.post(f"{server.url}/v1/streams", params={"stream_id": "bug-1"},
-                           content=chat_stream(), headers=INGEST, timeout=30)
+        first = httpx.post(
+            f"{server.url}/v1/streams", params={"stream_id": "bug-1"}, content=chat_stream(), headers=INGEST, timeout=30
+        )
         assert (first.status_code, first.text) == (500, "Internal Server Error")
-        second = httpx.post(f"{server.url}/v1/streams", params={"stream_id": "bug-2"},
-                            content=chat_stream(), headers=INGEST, timeout=30)
+        second = httpx.post(
+            f"{server.url}/v1/streams", params={"stream_id": "bug-2"}, content=chat_stream(), headers=INGEST, timeout=30
+        )
         assert second.status_code == 201
         assert answers_500() == before + 1
     finally:
@@ -432,8 +460,7 @@ def test_ended_at_keeps_a_late_post_at_its_own_time(client, database_url):
     from datetime import datetime, timedelta, timezone
 
     ended = datetime.now(timezone.utc) - timedelta(days=3)
-    response = post(client, chat_stream(), stream_id="late-1",
-                    ended_at=ended.isoformat().replace("+00:00", "Z"))
+    response = post(client, chat_stream(), stream_id="late-1", ended_at=ended.isoformat().replace("+00:00", "Z"))
     assert response.status_code == 201, response.text
     verdict = response.json()
     assert verdict["ended_at"].startswith(ended.strftime("%Y-%m-%dT%H:%M"))
@@ -442,15 +469,15 @@ def test_ended_at_keeps_a_late_post_at_its_own_time(client, database_url):
     assert hour == 401  # a read token is needed, and with it ...
     from .conftest import READ
 
-    assert client.get("/v1/rates", params={"window": "1h", "by": "gateway"},
-                      headers=READ).json()["groups"] == []
-    week = client.get("/v1/rates", params={"window": "7d", "by": "gateway"},
-                      headers=READ).json()["groups"]
+    assert client.get("/v1/rates", params={"window": "1h", "by": "gateway"}, headers=READ).json()["groups"] == []
+    week = client.get("/v1/rates", params={"window": "7d", "by": "gateway"}, headers=READ).json()["groups"]
     assert week[0]["total"] == 1
-    for bad, reason in [((datetime.now(timezone.utc) + timedelta(hours=1)).isoformat(), "ahead"),
-                        ("2026-12-01T09:30:00", "zone"), ("yesterday", "ISO 8601"),
-                        ((datetime.now(timezone.utc) - timedelta(days=500)).isoformat(),
-                         "older")]:
+    for bad, reason in [
+        ((datetime.now(timezone.utc) + timedelta(hours=1)).isoformat(), "ahead"),
+        ("2026-12-01T09:30:00", "zone"),
+        ("yesterday", "ISO 8601"),
+        ((datetime.now(timezone.utc) - timedelta(days=500)).isoformat(), "older"),
+    ]:
         refused = post(client, chat_stream(), stream_id="late-2", ended_at=bad)
         assert refused.status_code == 422, bad
         assert refused.json()["detail"][0]["loc"] == ["query", "ended_at"]
@@ -468,11 +495,12 @@ def test_the_ingest_function_answers_without_http(sqlite_url):
 
     async def chunks(data: bytes, size: int = 7):
         for start in range(0, len(data), size):
-            yield data[start:start + size]
+            yield data[start : start + size]
 
     async def post(stream_id: str, data: bytes, **params):
-        return await ingest(chunks(data), IngestParams(stream_id=stream_id, **params),
-                            Gateway("gw1"), settings=settings, writer=writer)
+        return await ingest(
+            chunks(data), IngestParams(stream_id=stream_id, **params), Gateway("gw1"), settings=settings, writer=writer
+        )
 
     async def answers():
         await writer.start()
@@ -480,8 +508,7 @@ def test_the_ingest_function_answers_without_http(sqlite_url):
             first = await post("fn-1", chat_stream(), tool="codex")
             again = await post("fn-1", chat_stream(), tool="codex")
             other = await post("fn-1", chat_stream(text="other bytes"), tool="codex")
-            ahead = await post("fn-2", chat_stream(),
-                               ended_at=datetime.now(timezone.utc) + timedelta(hours=1))
+            ahead = await post("fn-2", chat_stream(), ended_at=datetime.now(timezone.utc) + timedelta(hours=1))
             return first, again, other, ahead
         finally:
             await writer.stop()

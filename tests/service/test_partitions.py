@@ -30,15 +30,19 @@ def pg(postgres_url):
 
 @contextmanager
 def running(url: str):
-    settings = Settings(database_url=url, ingest_tokens=TOKENS["INGEST_TOKENS"],
-                        read_tokens=TOKENS["READ_TOKENS"], retention_days=0)
-    with ThreadServer(create_app(settings)) as server, httpx.Client(
-            base_url=server.url, headers=INGEST, timeout=30) as http:
+    settings = Settings(
+        database_url=url, ingest_tokens=TOKENS["INGEST_TOKENS"], read_tokens=TOKENS["READ_TOKENS"], retention_days=0
+    )
+    with (
+        ThreadServer(create_app(settings)) as server,
+        httpx.Client(base_url=server.url, headers=INGEST, timeout=30) as http,
+    ):
         yield http
 
 
-def post(http: httpx.Client, stream_id: str, ended_at: datetime | None = None,
-         body: bytes | None = None) -> httpx.Response:
+def post(
+    http: httpx.Client, stream_id: str, ended_at: datetime | None = None, body: bytes | None = None
+) -> httpx.Response:
     params = {"stream_id": stream_id}
     if ended_at is not None:
         params["ended_at"] = ended_at.isoformat()
@@ -99,8 +103,7 @@ def test_making_a_day_partition_moves_that_days_rows_out_of_the_default(pg):
         with engine.begin() as connection:
             partitions.make_day(connection, day)
         engine.dispose()
-        assert where_stored(pg) == {"late": partitions.name_of(day),
-                                    "later": partitions.DEFAULT}
+        assert where_stored(pg) == {"late": partitions.name_of(day), "later": partitions.DEFAULT}
         assert post(http, "late", ended_at=now - timedelta(days=3)).status_code == 200
         # New rows of that day go to its partition now.
         assert post(http, "late2", ended_at=now - timedelta(days=3)).status_code == 201
@@ -148,8 +151,11 @@ def test_the_migration_keeps_every_verdict_both_ways(postgres_url):
     # Every day with rows has its partition: the default one starts empty.
     today = partitions.name_of(now.date())
     assert where_stored(postgres_url) == {
-        "m0": today, "m1": today, "m2": today,
-        "old": partitions.name_of((now - timedelta(days=20)).date())}
+        "m0": today,
+        "m1": today,
+        "m2": today,
+        "old": partitions.name_of((now - timedelta(days=20)).date()),
+    }
     assert keys(postgres_url) == ["m0", "m1", "m2", "old"]
     with running(postgres_url) as http:
         assert post(http, "m0").status_code == 200
@@ -170,12 +176,10 @@ def test_a_key_left_without_its_verdict_is_healed_by_the_next_post(pg):
     of that stream_id stores its verdict rather than failing on the missing row."""
     engine = make_engine(pg)
     with engine.begin() as connection:
-        connection.execute(text(
-            "INSERT INTO verdict_keys (gateway, stream_id) VALUES ('gw1', 'orphan')"))
+        connection.execute(text("INSERT INTO verdict_keys (gateway, stream_id) VALUES ('gw1', 'orphan')"))
     engine.dispose()
     with running(pg) as http:
         answer = post(http, "orphan")
         assert answer.status_code == 201, answer.text
         assert post(http, "orphan").status_code == 200
     assert keys(pg) == ["orphan"] and list(where_stored(pg)) == ["orphan"]
-

@@ -26,8 +26,9 @@ def posted(client):
         ("codex", chat_stream(done=False), {"transport": "reset"}),
     ]
     for i, (tool, body, extra) in enumerate(plan):
-        response = client.post("/v1/streams", params={"stream_id": f"r{i}", "tool": tool, **extra},
-                               content=body, headers=INGEST)
+        response = client.post(
+            "/v1/streams", params={"stream_id": f"r{i}", "tool": tool, **extra}, content=body, headers=INGEST
+        )
         assert response.status_code == 201
     return plan
 
@@ -71,8 +72,9 @@ def test_cursor_pagination_walks_every_row_once(client, posted):
     assert seen == [f"r{i}" for i in range(5, -1, -1)]
 
 
-@pytest.mark.parametrize("params", [{"cursor": "garbage"}, {"limit": 0}, {"limit": 1001},
-                                    {"since": "yesterday"}, {"silent": "maybe"}])
+@pytest.mark.parametrize(
+    "params", [{"cursor": "garbage"}, {"limit": 0}, {"limit": 1001}, {"since": "yesterday"}, {"silent": "maybe"}]
+)
 def test_bad_verdict_queries_get_422(client, params):
     response = client.get("/v1/verdicts", params=params, headers=READ)
     assert response.status_code == 422
@@ -88,8 +90,7 @@ def test_rates_by_tool_and_protocol(client, posted):
     codex = groups[("codex", "chat")]
     assert (codex["total"], codex["silent"], codex["failed"]) == (4, 2, 3)
     assert codex["rate"] == 0.5
-    assert codex["by_category"] == {"complete": 1, "no_end_marker": 1, "truncated_length": 1,
-                                    "transport_error": 1}
+    assert codex["by_category"] == {"complete": 1, "no_end_marker": 1, "truncated_length": 1, "transport_error": 1}
     claude = groups[("claude-code", "anthropic")]
     assert (claude["total"], claude["silent"], claude["rate"]) == (2, 1, 0.5)
     assert "gateway" not in claude
@@ -97,13 +98,19 @@ def test_rates_by_tool_and_protocol(client, posted):
 
 def test_rates_by_gateway_only(client, posted):
     rates = client.get("/v1/rates", params={"window": "900", "by": "gateway"}, headers=READ).json()
-    assert rates["groups"] == [{"gateway": "gw1", "total": 6, "silent": 3, "rate": 0.5,
-                                "failed": 4, "model_fallbacks": 0,
-                                "bytes": sum(len(body) for _, body, _ in posted),
-                                "by_category": {"complete": 2, "no_end_marker": 1,
-                                                "truncated_length": 2, "transport_error": 1},
-                                "silent_by_category": {"no_end_marker": 1,
-                                                       "truncated_length": 2}}]
+    assert rates["groups"] == [
+        {
+            "gateway": "gw1",
+            "total": 6,
+            "silent": 3,
+            "rate": 0.5,
+            "failed": 4,
+            "model_fallbacks": 0,
+            "bytes": sum(len(body) for _, body, _ in posted),
+            "by_category": {"complete": 2, "no_end_marker": 1, "truncated_length": 2, "transport_error": 1},
+            "silent_by_category": {"no_end_marker": 1, "truncated_length": 2},
+        }
+    ]
 
 
 def test_rates_window_excludes_older_minutes(database_url, client, posted):
@@ -117,8 +124,9 @@ def test_rates_window_excludes_older_minutes(database_url, client, posted):
     engine.dispose()
 
 
-@pytest.mark.parametrize("params", [{"window": "0"}, {"window": "1w"}, {"window": "30s"},
-                                    {"window": "401d"}, {"by": "category"}, {"by": ""}])
+@pytest.mark.parametrize(
+    "params", [{"window": "0"}, {"window": "1w"}, {"window": "30s"}, {"window": "401d"}, {"by": "category"}, {"by": ""}]
+)
 def test_bad_rate_queries_get_422_with_a_reason(client, params):
     response = client.get("/v1/rates", params=params, headers=READ)
     assert response.status_code == 422
@@ -140,34 +148,42 @@ def test_probes(client):
 
 def test_openapi_documents_every_route(client):
     spec = client.get("/openapi.json").json()
-    assert {"/v1/streams", "/v1/verdicts", "/v1/rates", "/healthz", "/readyz",
-            "/metrics"} <= set(spec["paths"])
+    assert {"/v1/streams", "/v1/verdicts", "/v1/rates", "/healthz", "/readyz", "/metrics"} <= set(spec["paths"])
     ingest = spec["paths"]["/v1/streams"]["post"]
     assert {"200", "201", "401", "409", "413", "422", "503"} <= set(ingest["responses"])
     assert "text/event-stream" in ingest["requestBody"]["content"]
     params = {p["name"] for p in ingest["parameters"]}
-    assert params == {"stream_id", "protocol", "tool", "transport", "upstream_status",
-                      "model_requested", "request_id", "attempt", "ended_at"}
+    assert params == {
+        "stream_id",
+        "protocol",
+        "tool",
+        "transport",
+        "upstream_status",
+        "model_requested",
+        "request_id",
+        "attempt",
+        "ended_at",
+    }
 
 
 def test_rates_filters_and_an_explicit_span(client, posted):
-    codex = client.get("/v1/rates", params={"tool": "codex", "by": "protocol"},
-                       headers=READ).json()["groups"]
+    codex = client.get("/v1/rates", params={"tool": "codex", "by": "protocol"}, headers=READ).json()["groups"]
     assert [(g["protocol"], g["total"]) for g in codex] == [("chat", 4)]
     now = datetime.now(timezone.utc)
-    span = {"since": (now - timedelta(minutes=10)).isoformat(),
-            "until": (now + timedelta(minutes=2)).isoformat(), "by": "gateway"}
+    span = {
+        "since": (now - timedelta(minutes=10)).isoformat(),
+        "until": (now + timedelta(minutes=2)).isoformat(),
+        "by": "gateway",
+    }
     rates = client.get("/v1/rates", params=span, headers=READ).json()
     assert rates["groups"][0]["total"] == 6 and rates["until"] is not None
     before = {**span, "until": (now - timedelta(minutes=5)).isoformat()}
     assert client.get("/v1/rates", params=before, headers=READ).json()["groups"] == []
-    assert client.get("/v1/rates", params={"until": now.isoformat()},
-                      headers=READ).status_code == 422
+    assert client.get("/v1/rates", params={"until": now.isoformat()}, headers=READ).status_code == 422
 
 
 def test_series_buckets_and_its_chart(client, posted):
-    series = client.get("/v1/series", params={"window": "1h", "by": "tool"},
-                        headers=READ).json()
+    series = client.get("/v1/series", params={"window": "1h", "by": "tool"}, headers=READ).json()
     assert series["bucket"] == 60 and series["by"] == "tool"
     totals = {}
     for point in series["points"]:

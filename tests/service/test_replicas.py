@@ -26,7 +26,6 @@ from .streams import chat_stream
 REQUIRE_HAPROXY = os.environ.get("FASTSSE_REQUIRE_HAPROXY") == "1"
 
 
-
 @pytest.fixture
 def replicas(service_process, postgres_url, tmp_path):
     """Two replicas and HAProxy in front of them: (balancer_url, [replica, replica])."""
@@ -42,11 +41,11 @@ def replicas(service_process, postgres_url, tmp_path):
     config = (REPO / "deploy" / "haproxy.cfg").read_text()
     config = config.replace("bind 127.0.0.1:8000", f"bind 127.0.0.1:{port}")
     config = re.sub(r"^\s*server replica\d .*\n", "", config, flags=re.M)
-    config += "".join(f"    server replica{n} 127.0.0.1:{r.port}\n"
-                      for n, r in enumerate(started, 1))
+    config += "".join(f"    server replica{n} 127.0.0.1:{r.port}\n" for n, r in enumerate(started, 1))
     (tmp_path / "haproxy.cfg").write_text(config)
-    balancer = subprocess.Popen(["haproxy", "-db", "-f", str(tmp_path / "haproxy.cfg")],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    balancer = subprocess.Popen(
+        ["haproxy", "-db", "-f", str(tmp_path / "haproxy.cfg")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     url = f"http://127.0.0.1:{port}"
     if not wait_until_answering(f"{url}/readyz", balancer, timeout=20):
         balancer.kill()
@@ -75,8 +74,9 @@ def test_the_same_stream_posted_to_both_replicas_at_once_is_stored_once(replicas
 
         def send(replica, barrier=barrier, stream_id=f"race-{n}"):
             barrier.wait()
-            return httpx.post(f"{replica.url}/v1/streams", params={"stream_id": stream_id},
-                              content=body, headers=INGEST, timeout=30)
+            return httpx.post(
+                f"{replica.url}/v1/streams", params={"stream_id": stream_id}, content=body, headers=INGEST, timeout=30
+            )
 
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             answers = list(pool.map(send, (first, second)))
@@ -91,9 +91,12 @@ def test_the_replicas_metrics_add_up_to_the_rows_and_rates_agree(replicas):
 
     def send(n: int) -> int:
         with httpx.Client(timeout=30) as http:  # a new connection each: both replicas serve
-            return http.post(f"{url}/v1/streams", params={"stream_id": f"lb-{n}",
-                                                          "tool": "codex"},
-                             content=bodies[n % 2], headers=INGEST).status_code
+            return http.post(
+                f"{url}/v1/streams",
+                params={"stream_id": f"lb-{n}", "tool": "codex"},
+                content=bodies[n % 2],
+                headers=INGEST,
+            ).status_code
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         assert set(pool.map(send, range(100))) == {201}
@@ -101,8 +104,10 @@ def test_the_replicas_metrics_add_up_to_the_rows_and_rates_agree(replicas):
     per_replica = [metric_total(text, "fastsse_stream_verdicts_total") for text in scrapes]
     assert sum(per_replica) == len(rows(url)) == 100
     assert all(n > 0 for n in per_replica), f"one replica served nothing: {per_replica}"
-    rates = [httpx.get(f"{r.url}/v1/rates", params={"window": "1h", "by": "tool"},
-                       headers=READ).json()["groups"] for r in replicas_]
+    rates = [
+        httpx.get(f"{r.url}/v1/rates", params={"window": "1h", "by": "tool"}, headers=READ).json()["groups"]
+        for r in replicas_
+    ]
     assert rates[0] == rates[1]
     assert rates[0][0]["total"] == 100 and rates[0][0]["silent"] == 50
 
@@ -121,8 +126,9 @@ def test_a_replica_killed_mid_load_loses_no_acknowledged_verdict(replicas):
                 stream_id = f"k{worker}-{n}"
                 n += 1
                 try:
-                    status = http.post(f"{url}/v1/streams", params={"stream_id": stream_id},
-                                       content=body, headers=INGEST).status_code
+                    status = http.post(
+                        f"{url}/v1/streams", params={"stream_id": stream_id}, content=body, headers=INGEST
+                    ).status_code
                 except httpx.HTTPError:
                     status = 0
                 with lock:
@@ -153,9 +159,12 @@ def test_the_shipped_prometheus_configuration_loads_the_rules():
         if os.environ.get("FASTSSE_REQUIRE_PROMTOOL") == "1":
             pytest.fail("promtool is needed (FASTSSE_REQUIRE_PROMTOOL=1)")
         pytest.skip("promtool is not installed (Debian's prometheus package)")
-    done = subprocess.run(["promtool", "check", "config",
-                           str(REPO / "deploy" / "prometheus" / "prometheus.yml")],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["promtool", "check", "config", str(REPO / "deploy" / "prometheus" / "prometheus.yml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 rule files found" in done.stdout and "SUCCESS" in done.stdout
 
@@ -165,6 +174,7 @@ def test_the_shipped_haproxy_configuration_is_valid():
         if REQUIRE_HAPROXY:
             pytest.fail("haproxy is needed (FASTSSE_REQUIRE_HAPROXY=1) but not installed")
         pytest.skip("haproxy is not installed")
-    done = subprocess.run(["haproxy", "-c", "-f", str(REPO / "deploy" / "haproxy.cfg")],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["haproxy", "-c", "-f", str(REPO / "deploy" / "haproxy.cfg")], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -67,15 +67,18 @@ def age_row(url: str, stream_id: str, days: float) -> None:
     engine = make_engine(url)
     with engine.begin() as connection:
         then = datetime.now(timezone.utc) - timedelta(days=days)
-        connection.execute(update(StoredVerdict).where(StoredVerdict.stream_id == stream_id)
-                           .values(received_at=then, ended_at=then))
+        connection.execute(
+            update(StoredVerdict).where(StoredVerdict.stream_id == stream_id).values(received_at=then, ended_at=then)
+        )
     engine.dispose()
 
 
 def test_prune_deletes_old_rows_and_keeps_rollups(client, database_url):
     for i in range(3):
-        assert client.post("/v1/streams", params={"stream_id": f"p{i}"}, content=chat_stream(),
-                           headers=INGEST).status_code == 201
+        assert (
+            client.post("/v1/streams", params={"stream_id": f"p{i}"}, content=chat_stream(), headers=INGEST).status_code
+            == 201
+        )
     age_row(database_url, "p0", 40)
     age_row(database_url, "p1", 31)
     engine = make_engine(database_url)
@@ -89,8 +92,12 @@ def test_the_writer_prunes_by_itself_when_retention_is_set(serve, database_url):
     server = serve(retention_days=1, retention_interval_seconds=0.2)
     with httpx.Client(base_url=server.url) as http:
         for i in range(2):
-            assert http.post("/v1/streams", params={"stream_id": f"keep{i}"},
-                             content=chat_stream(), headers=INGEST).status_code == 201
+            assert (
+                http.post(
+                    "/v1/streams", params={"stream_id": f"keep{i}"}, content=chat_stream(), headers=INGEST
+                ).status_code
+                == 201
+            )
     age_row(database_url, "keep0", 2)
     deadline = time.monotonic() + 10
     while counts(database_url)[0] != 1 and time.monotonic() < deadline:
@@ -118,19 +125,31 @@ def test_the_alembic_command_line_finds_no_drift(tmp_path):
     """What CI's reviewers run by hand: `alembic check` from the repository root."""
     url = f"sqlite:///{tmp_path / 'cli.sqlite3'}"
     migrate(url)
-    result = subprocess.run([sys.executable, "-m", "alembic", "check"], cwd=REPO,
-                            env={**os.environ, "DATABASE_URL": url}, capture_output=True,
-                            text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "alembic", "check"],
+        cwd=REPO,
+        env={**os.environ, "DATABASE_URL": url},
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     assert "No new upgrade operations detected" in result.stdout + result.stderr
 
 
 def complete_row(stream_id: str) -> dict:
     """A verdicts row for a complete chat stream, as the ingest route builds it."""
-    return verdict_row(fastsse.scan(chat_stream()), body_sha256="0" * 64, gateway="gw1",
-                       stream_id=stream_id, tool="codex", upstream_status=200,
-                       model_requested=None, request_id=None, attempt=None,
-                       received_at=datetime.now(timezone.utc))
+    return verdict_row(
+        fastsse.scan(chat_stream()),
+        body_sha256="0" * 64,
+        gateway="gw1",
+        stream_id=stream_id,
+        tool="codex",
+        upstream_status=200,
+        model_requested=None,
+        request_id=None,
+        attempt=None,
+        received_at=datetime.now(timezone.utc),
+    )
 
 
 def test_verdicts_that_wait_together_share_one_transaction(sqlite_url):
@@ -139,9 +158,11 @@ def test_verdicts_that_wait_together_share_one_transaction(sqlite_url):
     engine = make_engine(sqlite_url)
     writer = VerdictWriter(engine, queue_size=100, batch_size=50, metrics_tools=frozenset())
     rows = [complete_row(f"g{i}") for i in range(7)]
+
     def batches():
-        return tuple(REGISTRY.get_sample_value(f"fastsse_db_write_batch_verdicts_{part}") or 0
-                     for part in ("sum", "count"))
+        return tuple(
+            REGISTRY.get_sample_value(f"fastsse_db_write_batch_verdicts_{part}") or 0 for part in ("sum", "count")
+        )
 
     before = batches()
 
@@ -166,8 +187,7 @@ def test_a_batch_wait_gathers_the_verdicts_that_arrive_meanwhile(sqlite_url):
     """WRITE_BATCH_WAIT_SECONDS: after a shared commit, the next one waits for more."""
     migrate(sqlite_url)
     engine = make_engine(sqlite_url)
-    writer = VerdictWriter(engine, queue_size=100, batch_size=50, metrics_tools=frozenset(),
-                           batch_wait_seconds=0.3)
+    writer = VerdictWriter(engine, queue_size=100, batch_size=50, metrics_tools=frozenset(), batch_wait_seconds=0.3)
 
     def batches():
         return REGISTRY.get_sample_value("fastsse_db_write_batch_verdicts_count") or 0
@@ -175,13 +195,13 @@ def test_a_batch_wait_gathers_the_verdicts_that_arrive_meanwhile(sqlite_url):
     async def spaced():
         await writer.start()
         try:
-            await asyncio.gather(*(writer.write(complete_row(f"w{i}"), timeout=10)
-                                   for i in range(2)))  # a shared commit
+            await asyncio.gather(
+                *(writer.write(complete_row(f"w{i}"), timeout=10) for i in range(2))
+            )  # a shared commit
             before = batches()
             waiting = []
             for i in range(3):  # one at a time, within the wait
-                waiting.append(asyncio.ensure_future(
-                    writer.write(complete_row(f"later{i}"), timeout=10)))
+                waiting.append(asyncio.ensure_future(writer.write(complete_row(f"later{i}"), timeout=10)))
                 await asyncio.sleep(0.05)
             results = await asyncio.gather(*waiting)
             return results, batches() - before
@@ -206,11 +226,11 @@ def test_the_postgres_writer_prepares_its_statement_once(postgres_url):
         await writer.start()
         try:
             for batch in range(3):
-                results = await asyncio.gather(*(
-                    writer.write(complete_row(f"p{batch}-{i}"), timeout=10) for i in range(3)))
+                results = await asyncio.gather(
+                    *(writer.write(complete_row(f"p{batch}-{i}"), timeout=10) for i in range(3))
+                )
                 assert [r.outcome for r in results] == [CREATED] * 3
-            cursor = await writer._store._connection.execute(
-                "SELECT statement FROM pg_prepared_statements")
+            cursor = await writer._store._connection.execute("SELECT statement FROM pg_prepared_statements")
             return await cursor.fetchall()
         finally:
             await writer.stop()
@@ -256,8 +276,11 @@ def test_an_sqlite_batch_waits_for_another_writers_turn_off_the_event_loop(sqlit
     writer = VerdictWriter(engine, queue_size=10, batch_size=10, metrics_tools=frozenset())
     lock_file = open(f"{tmp_path / 'verdicts.sqlite3'}.writer-lock", "a")  # as another process
     ticks, result = _while_held_elsewhere(
-        writer, lambda: fcntl.flock(lock_file, fcntl.LOCK_EX),
-        lambda: fcntl.flock(lock_file, fcntl.LOCK_UN), seconds=1.0)
+        writer,
+        lambda: fcntl.flock(lock_file, fcntl.LOCK_EX),
+        lambda: fcntl.flock(lock_file, fcntl.LOCK_UN),
+        seconds=1.0,
+    )
     lock_file.close()
     engine.dispose()
     assert ticks < 0.6  # the loop was not held while the lock was (1 s)
@@ -273,10 +296,10 @@ def test_an_sqlite_batch_waits_for_a_writer_without_the_lock_off_the_event_loop(
     migrate(sqlite_url)
     engine = make_engine(sqlite_url)
     writer = VerdictWriter(engine, queue_size=10, batch_size=10, metrics_tools=frozenset())
-    other = sqlite3.connect(make_engine(sqlite_url).url.database, check_same_thread=False,
-                            isolation_level=None)
-    ticks, result = _while_held_elsewhere(writer, lambda: other.execute("BEGIN IMMEDIATE"),
-                                          lambda: other.execute("COMMIT"), seconds=1.0)
+    other = sqlite3.connect(make_engine(sqlite_url).url.database, check_same_thread=False, isolation_level=None)
+    ticks, result = _while_held_elsewhere(
+        writer, lambda: other.execute("BEGIN IMMEDIATE"), lambda: other.execute("COMMIT"), seconds=1.0
+    )
     other.close()
     engine.dispose()
     assert ticks < 0.6
@@ -314,8 +337,7 @@ def test_a_failed_transaction_answers_503_and_the_writer_carries_on(sqlite_url, 
     assert counts(sqlite_url) == (1, 1)
 
 
-def test_a_failure_after_the_commit_still_answers_and_counts_the_rows_it_stored(
-        sqlite_url, monkeypatch):
+def test_a_failure_after_the_commit_still_answers_and_counts_the_rows_it_stored(sqlite_url, monkeypatch):
     """The batch committed, then reading back a duplicate's stored verdict failed: the new row
     is still answered 201 and counted (its retry would be a 200, never counted), the duplicate
     gets its 503."""
@@ -326,9 +348,13 @@ def test_a_failure_after_the_commit_still_answers_and_counts_the_rows_it_stored(
     writer = VerdictWriter(engine, queue_size=10, batch_size=10, metrics_tools=frozenset())
 
     def stored_total():
-        return sum(sample.value for metric in REGISTRY.collect()
-                   if metric.name == "fastsse_streams" for sample in metric.samples
-                   if sample.name == "fastsse_streams_total")
+        return sum(
+            sample.value
+            for metric in REGISTRY.collect()
+            if metric.name == "fastsse_streams"
+            for sample in metric.samples
+            if sample.name == "fastsse_streams_total"
+        )
 
     async def posts():
         await writer.start()
@@ -340,8 +366,7 @@ def test_a_failure_after_the_commit_still_answers_and_counts_the_rows_it_stored(
 
             monkeypatch.setattr(writer, "_read_back", unreadable)
             before = stored_total()
-            waiting = [asyncio.ensure_future(writer.write(complete_row(name), timeout=10))
-                       for name in ("new", "kept")]
+            waiting = [asyncio.ensure_future(writer.write(complete_row(name), timeout=10)) for name in ("new", "kept")]
             answers = await asyncio.gather(*waiting, return_exceptions=True)
             return answers, stored_total() - before
         finally:
@@ -354,8 +379,7 @@ def test_a_failure_after_the_commit_still_answers_and_counts_the_rows_it_stored(
     assert counts(sqlite_url) == (2, 2)
 
 
-def test_a_writer_that_dies_answers_503_at_once_and_still_stops(sqlite_url, monkeypatch,
-                                                                   caplog):
+def test_a_writer_that_dies_answers_503_at_once_and_still_stops(sqlite_url, monkeypatch, caplog):
     migrate(sqlite_url)
     engine = make_engine(sqlite_url)
     writer = VerdictWriter(engine, queue_size=10, batch_size=1, metrics_tools=frozenset())
@@ -366,8 +390,7 @@ def test_a_writer_that_dies_answers_503_at_once_and_still_stops(sqlite_url, monk
     monkeypatch.setattr(writer, "_commit", a_bug)
 
     async def posts():
-        waiting = [asyncio.ensure_future(writer.write(complete_row(f"d{i}"), timeout=30))
-                   for i in range(3)]
+        waiting = [asyncio.ensure_future(writer.write(complete_row(f"d{i}"), timeout=30)) for i in range(3)]
         await asyncio.sleep(0.01)  # all three queued
         await writer.start()
         started = time.monotonic()
@@ -388,6 +411,7 @@ def test_a_writer_that_dies_answers_503_at_once_and_still_stops(sqlite_url, monk
 def test_the_alembic_command_line_works_in_the_checkout(tmp_path):
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'cli.sqlite3'}"}
     for args in (["upgrade", "head"], ["check"]):
-        result = subprocess.run([sys.executable, "-m", "alembic", *args], cwd=REPO, env=env,
-                                capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [sys.executable, "-m", "alembic", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+        )
         assert result.returncode == 0, result.stderr

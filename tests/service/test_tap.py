@@ -37,8 +37,11 @@ MODEL = {"gemini": "gemini-2.5-flash"}  # from the path; the others from the bod
 
 @pytest.fixture(scope="module")
 def mock(tmp_path_factory):
-    running = Mock(tmp_path_factory.mktemp("mock"), "--text",
-                   f"The answer mentions {CANARY} once and then goes on for a while. " * 8)
+    running = Mock(
+        tmp_path_factory.mktemp("mock"),
+        "--text",
+        f"The answer mentions {CANARY} once and then goes on for a while. " * 8,
+    )
     yield running
     running.stop()
 
@@ -47,8 +50,14 @@ def service_app(database_url: str):
     from service.app import create_app
     from service.config import Settings
 
-    return create_app(Settings(database_url=database_url, ingest_tokens=TOKENS["INGEST_TOKENS"],
-                               read_tokens=TOKENS["READ_TOKENS"], retention_days=0))
+    return create_app(
+        Settings(
+            database_url=database_url,
+            ingest_tokens=TOKENS["INGEST_TOKENS"],
+            read_tokens=TOKENS["READ_TOKENS"],
+            retention_days=0,
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +80,14 @@ class Taps:
         from service.config import TapSettings
         from service.tap import Tap
 
-        values = {"upstream": f"http://127.0.0.1:{self.mock.port}", "ingest": ingest,
-                  "ingest_token": INGEST_SECRET, "spool_dir": self.tmp_path / "spool",
-                  "shutdown_grace_seconds": 0.5, **settings}
+        values = {
+            "upstream": f"http://127.0.0.1:{self.mock.port}",
+            "ingest": ingest,
+            "ingest_token": INGEST_SECRET,
+            "spool_dir": self.tmp_path / "spool",
+            "shutdown_grace_seconds": 0.5,
+            **settings,
+        }
         tap = Tap(TapSettings(**values), upstream_transport=upstream_transport)
         server = ThreadServer(tap).__enter__()
         server.tap = tap
@@ -113,18 +127,29 @@ def spooled(directory) -> list:
     return sorted(directory.glob(f"*{SUFFIX}"))
 
 
-def through(tap, dialect: str, fault: str = "F0", *, agent: str = "tap-test/1",
-            body: dict | None = None, headers: dict | None = None) -> dict:
-    return request(tap.port, "POST", stream_path(dialect, f"/{fault}"),
-                   body or generation(dialect), {"user-agent": agent, **(headers or {})})
+def through(
+    tap,
+    dialect: str,
+    fault: str = "F0",
+    *,
+    agent: str = "tap-test/1",
+    body: dict | None = None,
+    headers: dict | None = None,
+) -> dict:
+    return request(
+        tap.port,
+        "POST",
+        stream_path(dialect, f"/{fault}"),
+        body or generation(dialect),
+        {"user-agent": agent, **(headers or {})},
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # relaying and judging
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("dialect", "fault"), CASES, ids=[f"{d}-{f}" for d, f in CASES])
-def test_every_fault_is_relayed_unchanged_and_its_verdict_stored(mock, service, taps, dialect,
-                                                                   fault):
+def test_every_fault_is_relayed_unchanged_and_its_verdict_stored(mock, service, taps, dialect, fault):
     tap = taps.start(service.url)
     agent = f"case-{dialect}-{fault}/1.0"
     got = through(tap, dialect, fault, agent=agent)
@@ -169,9 +194,11 @@ def test_a_client_that_hangs_up_mid_answer_is_not_judged(mock, service, taps):
     tap = taps.start(service.url)
     data = json.dumps(generation("chat")).encode()
     with socket.create_connection(("127.0.0.1", tap.port), timeout=10) as sock:
-        sock.sendall(b"POST /stall/v1/chat/completions HTTP/1.1\r\nhost: x\r\n"
-                     b"user-agent: hang-up/1\r\ncontent-type: application/json\r\n"
-                     b"content-length: %d\r\n\r\n%s" % (len(data), data))
+        sock.sendall(
+            b"POST /stall/v1/chat/completions HTTP/1.1\r\nhost: x\r\n"
+            b"user-agent: hang-up/1\r\ncontent-type: application/json\r\n"
+            b"content-length: %d\r\n\r\n%s" % (len(data), data)
+        )
         seen = b""
         while b"data: " not in seen:
             piece = sock.recv(65536)
@@ -203,17 +230,19 @@ def test_a_retry_of_the_same_request_is_its_next_attempt(service, taps):
     for asked in (body, body, body | {"model": "another-model"}):
         assert through(tap, "chat", "F1-once.retry-test", agent="retrier/1", body=asked)
     # Posted in order within a request; the other request may come between them.
-    stored = sorted(wait_for(service.url, 3, tool="retrier"),
-                    key=lambda v: (v["model_requested"] != "mock-model", v["id"]))
+    stored = sorted(
+        wait_for(service.url, 3, tool="retrier"), key=lambda v: (v["model_requested"] != "mock-model", v["id"])
+    )
     assert [(v["model_requested"], v["attempt"], v["category"]) for v in stored] == [
-        ("mock-model", 1, "no_end_marker"), ("mock-model", 2, "complete"),
-        ("another-model", 1, "complete")]
+        ("mock-model", 1, "no_end_marker"),
+        ("mock-model", 2, "complete"),
+        ("another-model", 1, "complete"),
+    ]
     assert stored[0]["request_id"] == stored[1]["request_id"] != stored[2]["request_id"]
     assert stored[1]["previous_category"] == "no_end_marker"
     # Someone else asking the same thing is not a retry of it.
     through(tap, "chat", "F0", agent="retrier2/1", body=body)
-    through(tap, "chat", "F0", agent="retrier2/1", body=body,
-            headers={"authorization": "Bearer somebody-else"})
+    through(tap, "chat", "F0", agent="retrier2/1", body=body, headers={"authorization": "Bearer somebody-else"})
     a, b = wait_for(service.url, 2, tool="retrier2")
     assert a["request_id"] != b["request_id"] and a["attempt"] == b["attempt"] == 1
 
@@ -246,8 +275,7 @@ def test_requests_that_are_no_stream_pass_through_unjudged(mock, service, taps):
     assert whole["status"] == 200 and json.loads(whole["body"])["object"] == "chat.completion"
     models = request(tap.port, "GET", "/v1/models", headers={"user-agent": "whole/1"})
     assert models["status"] == 200 and json.loads(models["body"])["data"]
-    counted = request(tap.port, "POST", "/v1/messages/count_tokens", generation("anthropic"),
-                      {"user-agent": "whole/1"})
+    counted = request(tap.port, "POST", "/v1/messages/count_tokens", generation("anthropic"), {"user-agent": "whole/1"})
     assert json.loads(counted["body"]) == {"input_tokens": 12}
     through(tap, "chat", "F0", agent="whole-marker/1")  # posted after the others, in order
     assert wait_for(service.url, 1, tool="whole-marker")
@@ -270,9 +298,19 @@ def test_a_request_body_over_the_limit_is_a_413(service, taps):
 
 def test_hop_by_hop_headers_stay_on_their_hop(mock, service, taps):
     tap = taps.start(service.url)
-    through(tap, "chat", "F0", agent="hops/1",
-            headers={"connection": "close, x-secret-hop", "x-secret-hop": "1", "x-kept": "yes",
-                     "keep-alive": "timeout=5", "te": "trailers"})
+    through(
+        tap,
+        "chat",
+        "F0",
+        agent="hops/1",
+        headers={
+            "connection": "close, x-secret-hop",
+            "x-secret-hop": "1",
+            "x-kept": "yes",
+            "keep-alive": "timeout=5",
+            "te": "trailers",
+        },
+    )
     [entry] = [e for e in mock.entries() if e.get("user_agent") == "hops/1"]
     # The mock logs the headers it was sent, without their values.
     sent = set(entry.get("headers", []))
@@ -290,11 +328,16 @@ def test_header_bytes_pass_through_as_they_are_both_ways(service, taps):
 
     def upstream(request: httpx.Request) -> httpx.Response:
         seen.update(request.headers.raw)
-        return httpx.Response(200, headers=[(b"content-type", b"application/json"),
-                                            (b"x-name", "Zoë €".encode()),
-                                            (b"connection", b"x-private"),
-                                            (b"x-private", b"hop")],
-                              stream=httpx.ByteStream(b'{"ok": true}'))
+        return httpx.Response(
+            200,
+            headers=[
+                (b"content-type", b"application/json"),
+                (b"x-name", "Zoë €".encode()),
+                (b"connection", b"x-private"),
+                (b"x-private", b"hop"),
+            ],
+            stream=httpx.ByteStream(b'{"ok": true}'),
+        )
 
     tap = taps.start(service.url, upstream_transport=httpx.MockTransport(upstream))
     got = request(tap.port, "GET", "/v1/models", headers={"x-note": "café"})  # sent as UTF-8
@@ -307,8 +350,7 @@ def test_header_bytes_pass_through_as_they_are_both_ways(service, taps):
 # ---------------------------------------------------------------------------------------------
 # the spool: a dead service, a restart, the bound, refusals
 # ---------------------------------------------------------------------------------------------
-def test_a_dead_service_never_reaches_the_client_and_gets_every_verdict_when_back(
-        mock, taps, database_url):
+def test_a_dead_service_never_reaches_the_client_and_gets_every_verdict_when_back(mock, taps, database_url):
     port = free_port()
     tap = taps.start(f"http://127.0.0.1:{port}")
     for fault in ("F0", "F4"):
@@ -326,12 +368,13 @@ def test_a_dead_service_never_reaches_the_client_and_gets_every_verdict_when_bac
         assert path.stat().st_mode & 0o777 == 0o600
     time.sleep(1)  # the posters are backing off now
     with ThreadServer(service_app(database_url), port=port) as service:
-        stored = wait_for(service.url, 1, tool="while-down-f0") + wait_for(
-            service.url, 1, tool="while-down-f4")
+        stored = wait_for(service.url, 1, tool="while-down-f0") + wait_for(service.url, 1, tool="while-down-f4")
         assert [v["category"] for v in stored] == ["complete", "truncated_length"]
         # Each verdict keeps the time its stream ended, not the time it was posted.
-        assert all(time.mktime(time.strptime(v["ended_at"][:19], "%Y-%m-%dT%H:%M:%S"))
-                   - time.timezone <= spooled_at for v in stored)
+        assert all(
+            time.mktime(time.strptime(v["ended_at"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone <= spooled_at
+            for v in stored
+        )
         deadline = time.monotonic() + 10
         while spooled(pending) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -393,8 +436,7 @@ def test_a_capture_the_service_refuses_for_good_is_set_aside_not_retried(service
     tap = taps.start(service.url)
     deadline = time.monotonic() + 10
     # The file is moved first, then counted: wait for both.
-    while (not tap.tap.spool.rejected() or not tap.tap.poster.refused) and (
-            time.monotonic() < deadline):
+    while (not tap.tap.spool.rejected() or not tap.tap.poster.refused) and (time.monotonic() < deadline):
         time.sleep(0.05)
     assert len(tap.tap.spool.rejected()) == 1 and tap.tap.poster.refused == 1
     assert spooled(tap.tap.spool.pending_dir) == []
@@ -416,11 +458,10 @@ def test_a_refused_token_keeps_the_captures_spooled(service, taps):
 # ---------------------------------------------------------------------------------------------
 def test_a_compressed_answer_is_judged_by_its_decoded_bytes():
     stream = b'data: {"choices":[{"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
-    for encoding, packed in (("gzip", gzip.compress(stream)),
-                             ("deflate", zlib.compress(stream))):
+    for encoding, packed in (("gzip", gzip.compress(stream)), ("deflate", zlib.compress(stream))):
         capture = Capture(encoding, limit=1 << 20)
         for at in range(0, len(packed), 7):
-            capture.add(packed[at:at + 7])
+            capture.add(packed[at : at + 7])
         assert capture.usable and capture.body == stream
     unknown = Capture("br", limit=1 << 20)
     unknown.add(b"\x8b\x02\x80")
@@ -436,28 +477,48 @@ def test_a_compressed_answer_is_judged_by_its_decoded_bytes():
 def test_the_tap_command_relays_posts_and_logs_no_payload(mock, service, tmp_path):
     port = free_port()
     spool_dir = tmp_path / "process-spool"
-    env = {**os.environ, "TAP_SPOOL_DIR": str(spool_dir), "TAP_INGEST_TOKEN": INGEST_SECRET,
-           "TAP_SHUTDOWN_GRACE_SECONDS": "2"}
+    env = {
+        **os.environ,
+        "TAP_SPOOL_DIR": str(spool_dir),
+        "TAP_INGEST_TOKEN": INGEST_SECRET,
+        "TAP_SHUTDOWN_GRACE_SECONDS": "2",
+    }
     log_path = tmp_path / "tap.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "service", "tap", "--listen", f"127.0.0.1:{port}",
-             "--upstream", f"http://127.0.0.1:{mock.port}", "--ingest", service.url],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "service",
+                "tap",
+                "--listen",
+                f"127.0.0.1:{port}",
+                "--upstream",
+                f"http://127.0.0.1:{mock.port}",
+                "--ingest",
+                service.url,
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         try:
             deadline = time.monotonic() + 30
             while b"Uvicorn running" not in log_path.read_bytes():
-                assert process.poll() is None and time.monotonic() < deadline, \
-                    log_path.read_text()
+                assert process.poll() is None and time.monotonic() < deadline, log_path.read_text()
                 time.sleep(0.05)
             for fault in ("F0", "reset", "F3"):
-                got = request(port, "POST", stream_path("responses", f"/{fault}"),
-                              generation("responses") | {"input": CANARY},
-                              {"user-agent": "process-tap/1"})
+                got = request(
+                    port,
+                    "POST",
+                    stream_path("responses", f"/{fault}"),
+                    generation("responses") | {"input": CANARY},
+                    {"user-agent": "process-tap/1"},
+                )
                 assert got["status"] == 200
             stored = wait_for(service.url, 3, tool="process-tap")
-            assert sorted(v["category"] for v in stored) == sorted(
-                EXPECTED_OVER_HTTP[f] for f in ("F0", "reset", "F3"))
+            assert sorted(v["category"] for v in stored) == sorted(EXPECTED_OVER_HTTP[f] for f in ("F0", "reset", "F3"))
         finally:
             process.send_signal(signal.SIGTERM)
             # uvicorn shuts down, then re-raises the signal so the parent sees why it ended.
@@ -470,11 +531,20 @@ def test_the_tap_command_relays_posts_and_logs_no_payload(mock, service, tmp_pat
 
 
 def test_the_tap_command_refuses_a_bad_configuration():
-    run = subprocess.run([sys.executable, "-m", "service", "tap", "--ingest", "ftp://x"],
-                         cwd=REPO, capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "TAP_UPSTREAM": "http://127.0.0.1:1"})
+    run = subprocess.run(
+        [sys.executable, "-m", "service", "tap", "--ingest", "ftp://x"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TAP_UPSTREAM": "http://127.0.0.1:1"},
+    )
     assert run.returncode == 2 and "http:// or https://" in run.stderr
-    run = subprocess.run([sys.executable, "-m", "service", "tap", "--listen", "nowhere"],
-                         cwd=REPO, capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "service", "tap", "--listen", "nowhere"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 2 and "HOST:PORT" in run.stderr
-

@@ -14,34 +14,49 @@ def body(**fields) -> bytes:
     return json.dumps(fields).encode()
 
 
-@pytest.mark.parametrize(("method", "path", "sent", "expected"), [
-    ("POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", b"{}",
-     ("gemini", True, "gemini-2.5-pro")),
-    ("POST", "/v1/chat/completions", body(model="gpt-4o", stream=True), ("chat", True, "gpt-4o")),
-    ("POST", "/F4/v1/chat/completions/", body(model="m"), ("chat", False, "m")),
-    ("POST", "/openai/v1/responses", body(model="gpt-5", stream=True), ("responses", True, "gpt-5")),
-    ("POST", "/v1/messages", body(model="claude-sonnet-4-5", stream=True),
-     ("anthropic", True, "claude-sonnet-4-5")),
-    # Without alt=sse Gemini answers one JSON array: not a stream to judge.
-    ("POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent", b"{}",
-     ("gemini", False, "gemini-2.5-pro")),
-    ("POST", "/v1beta/models/gemini-2.5-pro:generateContent", b"{}",
-     ("gemini", False, "gemini-2.5-pro")),
-    ("POST", "/v1/chat/completions", b"not json", ("chat", False, None)),
-    ("POST", "/v1/chat/completions", b"[1, 2]", ("chat", False, None)),
-    ("POST", "/v1/chat/completions", body(model="x", stream="yes"), ("chat", False, "x")),
-])
+@pytest.mark.parametrize(
+    ("method", "path", "sent", "expected"),
+    [
+        (
+            "POST",
+            "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+            b"{}",
+            ("gemini", True, "gemini-2.5-pro"),
+        ),
+        ("POST", "/v1/chat/completions", body(model="gpt-4o", stream=True), ("chat", True, "gpt-4o")),
+        ("POST", "/F4/v1/chat/completions/", body(model="m"), ("chat", False, "m")),
+        ("POST", "/openai/v1/responses", body(model="gpt-5", stream=True), ("responses", True, "gpt-5")),
+        (
+            "POST",
+            "/v1/messages",
+            body(model="claude-sonnet-4-5", stream=True),
+            ("anthropic", True, "claude-sonnet-4-5"),
+        ),
+        # Without alt=sse Gemini answers one JSON array: not a stream to judge.
+        ("POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent", b"{}", ("gemini", False, "gemini-2.5-pro")),
+        ("POST", "/v1beta/models/gemini-2.5-pro:generateContent", b"{}", ("gemini", False, "gemini-2.5-pro")),
+        ("POST", "/v1/chat/completions", b"not json", ("chat", False, None)),
+        ("POST", "/v1/chat/completions", b"[1, 2]", ("chat", False, None)),
+        ("POST", "/v1/chat/completions", body(model="x", stream="yes"), ("chat", False, "x")),
+    ],
+)
 def test_a_generation_is_told_by_its_path_and_body(method, path, sent, expected):
     path, _, query = path.partition("?")
     asked = generation(method, path, sent, query.encode())
     assert (asked.protocol, asked.streamed, asked.model) == expected
 
 
-@pytest.mark.parametrize(("method", "path"), [
-    ("GET", "/v1/models"), ("POST", "/v1/messages/count_tokens"), ("HEAD", "/"),
-    ("POST", "/v1beta/models/gemini-2.5-pro:countTokens"), ("GET", "/v1/chat/completions"),
-    ("POST", "/v1/embeddings"),
-])
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/v1/models"),
+        ("POST", "/v1/messages/count_tokens"),
+        ("HEAD", "/"),
+        ("POST", "/v1beta/models/gemini-2.5-pro:countTokens"),
+        ("GET", "/v1/chat/completions"),
+        ("POST", "/v1/embeddings"),
+    ],
+)
 def test_anything_else_is_no_generation(method, path):
     assert generation(method, path, body(model="m", stream=True)) is None
 
@@ -52,20 +67,23 @@ def test_a_model_name_is_kept_in_the_identifier_alphabet():
     assert model_name("  ") is None and model_name(42) is None and model_name(None) is None
 
 
-@pytest.mark.parametrize(("agent", "tool"), [
-    ("codex_exec/0.171.0 (Debian 12.0.0; x86_64) dumb (codex-exec; 0.171.0)", "codex"),
-    ("codex_cli_rs/0.171.0", "codex"),
-    ("claude-cli/2.1.332 (external, sdk-cli)", "claude-code"),
-    ("KimiCLI/1.52.0", "kimi-cli"),
-    ("kimi-cli/1.52.0", "kimi-cli"),
-    ("OpenAI/Python 3.57.0", "openai-python"),
-    ("AsyncOpenAI/Python 2.14.0", "openai-python"),  # kimi-cli 1.52.0 sends only this
-    ("Anthropic/Python 2.14.0", "anthropic-python"),
-    ("google-genai-sdk/3.6.1 gl-python/3.11.2", "google-genai"),
-    ("curl/8.5.0", "curl"),
-    ("", None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    ("agent", "tool"),
+    [
+        ("codex_exec/0.171.0 (Debian 12.0.0; x86_64) dumb (codex-exec; 0.171.0)", "codex"),
+        ("codex_cli_rs/0.171.0", "codex"),
+        ("claude-cli/2.1.332 (external, sdk-cli)", "claude-code"),
+        ("KimiCLI/1.52.0", "kimi-cli"),
+        ("kimi-cli/1.52.0", "kimi-cli"),
+        ("OpenAI/Python 3.57.0", "openai-python"),
+        ("AsyncOpenAI/Python 2.14.0", "openai-python"),  # kimi-cli 1.52.0 sends only this
+        ("Anthropic/Python 2.14.0", "anthropic-python"),
+        ("google-genai-sdk/3.6.1 gl-python/3.11.2", "google-genai"),
+        ("curl/8.5.0", "curl"),
+        ("", None),
+        (None, None),
+    ],
+)
 def test_the_tool_is_told_by_its_user_agent(agent, tool):
     assert tool_from_user_agent(agent) == tool
 
@@ -83,9 +101,11 @@ def test_a_repeated_request_is_the_next_attempt_within_the_window():
     later = tracker.attempt("POST", "/v1/responses", b"same", "key-a")
     assert later.attempt == 1 and later.request_id != first.request_id
     # Another caller, body or path is another request.
-    for args in (("POST", "/v1/responses", b"same", "key-b"),
-                 ("POST", "/v1/responses", b"other", "key-a"),
-                 ("POST", "/v2/responses", b"same", "key-a")):
+    for args in (
+        ("POST", "/v1/responses", b"same", "key-b"),
+        ("POST", "/v1/responses", b"other", "key-a"),
+        ("POST", "/v2/responses", b"same", "key-a"),
+    ):
         assert tracker.attempt(*args).attempt == 1
     # At most `capacity` digests are kept: the oldest is forgotten.
     assert tracker.attempt("POST", "/v1/responses", b"same", "key-a").attempt == 1

@@ -40,9 +40,18 @@ def test_the_migrated_table_has_exactly_these_columns(database_url):
 
 
 def test_the_ingest_row_fills_every_column_but_the_writers():
-    row = verdict_row(fastsse.scan(chat_stream()), body_sha256="0" * 64, gateway="gw",
-                      stream_id="s", tool="codex", upstream_status=200, model_requested=None,
-                      request_id=None, attempt=None, received_at=datetime.now(timezone.utc))
+    row = verdict_row(
+        fastsse.scan(chat_stream()),
+        body_sha256="0" * 64,
+        gateway="gw",
+        stream_id="s",
+        tool="codex",
+        upstream_status=200,
+        model_requested=None,
+        request_id=None,
+        attempt=None,
+        received_at=datetime.now(timezone.utc),
+    )
     assert sorted(row) == sorted(f.name for f in FIELDS if f.source != WRITER)
 
 
@@ -60,15 +69,23 @@ def test_the_api_shows_every_field_but_the_body_hash_with_its_type():
 
 
 def test_the_ingest_answer_is_the_response_model_as_json():
-    row = verdict_row(fastsse.scan(chat_stream()), body_sha256="0" * 64, gateway="gw",
-                      stream_id="s", tool="codex", upstream_status=200, model_requested="gpt-4o",
-                      request_id="r", attempt=1, received_at=datetime.now(timezone.utc))
+    row = verdict_row(
+        fastsse.scan(chat_stream()),
+        body_sha256="0" * 64,
+        gateway="gw",
+        stream_id="s",
+        tool="codex",
+        upstream_status=200,
+        model_requested="gpt-4o",
+        request_id="r",
+        attempt=1,
+        received_at=datetime.now(timezone.utc),
+    )
     row |= {"id": 7, "previous_category": None, "previous_retryable": None}
     assert verdict_json(row) == VerdictOut.from_row(row).model_dump_json().encode()
 
 
 def test_a_category_filter_is_one_of_fastsses_categories(client):
-    assert client.get("/v1/verdicts", params={"category": "truncated_length"},
-                      headers=READ).status_code == 200
+    assert client.get("/v1/verdicts", params={"category": "truncated_length"}, headers=READ).status_code == 200
     wrong = client.get("/v1/verdicts", params={"category": "truncated"}, headers=READ)
     assert wrong.status_code == 422 and "truncated_length" in wrong.text

@@ -22,14 +22,25 @@ from .conftest import INGEST, READ, REPO
 from .streams import chat_stream
 
 # What the build needs from the checkout (not .venv, build outputs or caches).
-NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "*.so",
-                                     "_scanner.c", "__pycache__", ".pytest_cache",
-                                     ".hypothesis", "*.sqlite3*")
+NOT_SOURCES = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "build",
+    "dist",
+    "*.egg-info",
+    "*.so",
+    "_scanner.c",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+    "*.sqlite3*",
+)
 
 
 def run(*command, cwd: Path, env: dict | None = None, timeout: float = 600) -> str:
-    result = subprocess.run([str(part) for part in command], cwd=cwd, env=env, timeout=timeout,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [str(part) for part in command], cwd=cwd, env=env, timeout=timeout, capture_output=True, text=True
+    )
     assert result.returncode == 0, f"{command} failed:\n{result.stdout}\n{result.stderr}"
     return result.stdout
 
@@ -41,8 +52,7 @@ def installed(tmp_path_factory):
     root = tmp_path_factory.mktemp("wheel")
     source = root / "source"
     shutil.copytree(REPO, source, ignore=NOT_SOURCES)
-    run(sys.executable, "-m", "pip", "wheel", source, "--no-deps", "--quiet",
-        "--wheel-dir", root / "dist", cwd=root)
+    run(sys.executable, "-m", "pip", "wheel", source, "--no-deps", "--quiet", "--wheel-dir", root / "dist", cwd=root)
     (wheel,) = (root / "dist").glob("fastsse-*.whl")
     venv.EnvBuilder(with_pip=True).create(root / "venv")
     bin_dir = root / "venv" / "bin"
@@ -59,8 +69,7 @@ def empty_dir(tmp_path):
 
 
 def clean_env(**extra: str) -> dict:
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("PYTHONPATH", "VIRTUAL_ENV", "DATABASE_URL")}
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV", "DATABASE_URL")}
     return {**env, **extra}
 
 
@@ -70,8 +79,13 @@ def test_the_wheel_carries_the_migrations_and_no_build_inputs(installed):
     assert "service/migrations/env.py" in names
     assert "service/migrations/script.py.mako" in names
     assert any(n.startswith("service/migrations/versions/0001_") for n in names)
-    for asset in ("templates/index.html", "templates/signin.html", "static/dashboard.js",
-                  "static/dashboard.css", "prometheus/rules.yml"):
+    for asset in (
+        "templates/index.html",
+        "templates/signin.html",
+        "static/dashboard.js",
+        "static/dashboard.css",
+        "prometheus/rules.yml",
+    ):
         assert f"service/dashboard/{asset}" in names, asset
     assert any(n.startswith("fastsse/_scanner.") and n.endswith(".so") for n in names)
     assert "fastsse/py.typed" in names  # the public API's types reach its users
@@ -83,17 +97,19 @@ def test_the_wheel_carries_the_migrations_and_no_build_inputs(installed):
 def test_the_installed_commands_print_the_version(installed, empty_dir):
     bin_dir, wheel = installed
     version = wheel.name.split("-")[1]
-    assert run(bin_dir / "fastsse", "--version", cwd=empty_dir).strip() == (
-        f"fastsse {version} (cython scanner)")
+    assert run(bin_dir / "fastsse", "--version", cwd=empty_dir).strip() == (f"fastsse {version} (cython scanner)")
     assert version in run(bin_dir / "fastsse-service", "--version", cwd=empty_dir)
-    where = run(bin_dir / "python", "-c", "import fastsse, service; "
-                "print(fastsse.__file__); print(service.__file__)", cwd=empty_dir)
+    where = run(
+        bin_dir / "python",
+        "-c",
+        "import fastsse, service; print(fastsse.__file__); print(service.__file__)",
+        cwd=empty_dir,
+    )
     assert str(REPO) not in where  # the installed copy runs, not the checkout
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_migrate_then_serve_from_an_empty_directory(installed, empty_dir, service_process,
-                                                    backend, request):
+def test_migrate_then_serve_from_an_empty_directory(installed, empty_dir, service_process, backend, request):
     bin_dir, wheel = installed
     if backend == "sqlite":
         url = "sqlite:///fresh.sqlite3"  # relative: the working directory, as by default
@@ -102,19 +118,25 @@ def test_migrate_then_serve_from_an_empty_directory(installed, empty_dir, servic
     env = clean_env(DATABASE_URL=url)
     run(bin_dir / "fastsse-service", "migrate", cwd=empty_dir, env=env)
     if backend == "sqlite":
-        tables = sqlite3.connect(empty_dir / "fresh.sqlite3").execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        tables = (
+            sqlite3.connect(empty_dir / "fresh.sqlite3")
+            .execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            .fetchall()
+        )
         assert {"verdicts", "verdict_rollups", "alembic_version"} <= {t for (t,) in tables}
 
     service = service_process(env, command=[str(bin_dir / "fastsse-service")], cwd=empty_dir)
     with httpx.Client(base_url=service.url, timeout=30) as http:
-        posted = http.post("/v1/streams", params={"stream_id": "from-a-wheel", "tool": "codex"},
-                           content=chat_stream(finish="length"), headers=INGEST)
+        posted = http.post(
+            "/v1/streams",
+            params={"stream_id": "from-a-wheel", "tool": "codex"},
+            content=chat_stream(finish="length"),
+            headers=INGEST,
+        )
         assert posted.status_code == 201, posted.text
         assert posted.json()["category"] == "truncated_length"
         listed = http.get("/v1/verdicts", headers=READ).json()["verdicts"]
-        assert [(v["stream_id"], v["category"]) for v in listed] == [
-            ("from-a-wheel", "truncated_length")]
+        assert [(v["stream_id"], v["category"]) for v in listed] == [("from-a-wheel", "truncated_length")]
         assert http.get("/openapi.json").json()["info"]["version"] == wheel.name.split("-")[1]
         assert "Read token" in http.get("/signin").text  # the dashboard is served too
         assert http.get("/static/dashboard.js").status_code == 200

@@ -19,8 +19,9 @@ def test_metrics_count_every_post_across_two_workers(service_process, database_u
     def send(i: int) -> int:
         # A new connection each time, so the kernel spreads them over both workers.
         with httpx.Client(base_url=service.url, timeout=30) as http:
-            return http.post("/v1/streams", params={"stream_id": f"w{i}", "tool": "codex"},
-                             content=bodies[i % 2], headers=INGEST).status_code
+            return http.post(
+                "/v1/streams", params={"stream_id": f"w{i}", "tool": "codex"}, content=bodies[i % 2], headers=INGEST
+            ).status_code
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         assert list(pool.map(send, range(POSTS))) == [201] * POSTS
@@ -43,12 +44,17 @@ def test_unknown_tools_share_one_label(client):
     with httpx.Client(base_url=client.base_url) as http:
         before = http.get("/metrics").text
         for i in range(5):
-            http.post("/v1/streams", params={"stream_id": f"t{i}", "tool": f"made-up-{i}"},
-                      content=chat_stream(), headers=INGEST)
+            http.post(
+                "/v1/streams",
+                params={"stream_id": f"t{i}", "tool": f"made-up-{i}"},
+                content=chat_stream(),
+                headers=INGEST,
+            )
         after = http.get("/metrics").text
     assert "made-up" not in after
-    grown = (metric_total(after, "fastsse_stream_verdicts_total", tool="other")
-             - metric_total(before, "fastsse_stream_verdicts_total", tool="other"))
+    grown = metric_total(after, "fastsse_stream_verdicts_total", tool="other") - metric_total(
+        before, "fastsse_stream_verdicts_total", tool="other"
+    )
     assert grown == 5
 
 
@@ -58,8 +64,7 @@ def test_duplicates_racing_through_two_workers_store_one_row(service_process, da
 
     def send(_: int) -> int:
         with httpx.Client(base_url=service.url, timeout=30) as http:
-            return http.post("/v1/streams", params={"stream_id": "raced"}, content=body,
-                             headers=INGEST).status_code
+            return http.post("/v1/streams", params={"stream_id": "raced"}, content=body, headers=INGEST).status_code
 
     with concurrent.futures.ThreadPoolExecutor(12) as pool:
         statuses = sorted(pool.map(send, range(36)))

@@ -28,8 +28,8 @@ MAX_FORM_BYTES = 4096
 # Everything the page loads comes from the service itself.
 PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
-                               "script-src 'self'; connect-src 'self'; frame-ancestors 'none'; "
-                               "form-action 'self'; base-uri 'none'",
+    "script-src 'self'; connect-src 'self'; frame-ancestors 'none'; "
+    "form-action 'self'; base-uri 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
@@ -41,8 +41,9 @@ def _template(name: str) -> Template:
 
 
 def _page(name: str, status: int = 200, **values: str) -> HTMLResponse:
-    text = _template(name).substitute({key: escape(value) for key, value in values.items()},
-                                      version=escape(fastsse.__version__))
+    text = _template(name).substitute(
+        {key: escape(value) for key, value in values.items()}, version=escape(fastsse.__version__)
+    )
     return HTMLResponse(text, status_code=status, headers=PAGE_HEADERS)
 
 
@@ -81,20 +82,26 @@ async def signin(request: Request) -> Response:
     team = state.read_credentials.named(token) if token else None
     if team is None:
         if token and state.ingest_credentials.named(token):
-            message = ("That is a gateway's ingest token: it posts streams but cannot read "
-                       "them. Sign in with a read token (READ_TOKENS).")
+            message = (
+                "That is a gateway's ingest token: it posts streams but cannot read "
+                "them. Sign in with a read token (READ_TOKENS)."
+            )
         elif token:
             message = "That read token is not known here. Check READ_TOKENS and try again."
         else:
             message = "Enter a read token."
-        return _page("signin.html", status=401, message=message, next=next_path,
-                     message_class="problem")
+        return _page("signin.html", status=401, message=message, next=next_path, message_class="problem")
     hours = state.settings.dashboard_session_hours
     response = RedirectResponse(next_path, status_code=303)
-    response.set_cookie(SESSION_COOKIE,
-                        state.read_credentials.session_cookie(team, seconds=int(hours * 3600)),
-                        max_age=int(hours * 3600), httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https", path="/")
+    response.set_cookie(
+        SESSION_COOKIE,
+        state.read_credentials.session_cookie(team, seconds=int(hours * 3600)),
+        max_age=int(hours * 3600),
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        path="/",
+    )
     return response
 
 

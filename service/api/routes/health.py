@@ -23,8 +23,9 @@ async def readyz(request: Request) -> Response:
     try:
         await run_in_threadpool(ping, request.app.state.engine)
     except SQLAlchemyError:
-        return JSONResponse({"status": "unavailable", "database": "unreachable"}, status_code=503,
-                            headers={"Retry-After": "5"})
+        return JSONResponse(
+            {"status": "unavailable", "database": "unreachable"}, status_code=503, headers={"Retry-After": "5"}
+        )
     return JSONResponse({"status": "ok", "database": "reachable"})
 
 

@@ -12,11 +12,15 @@ from ..schemas import Problem, Rates
 router = APIRouter(prefix="/v1/rates", tags=["read"])
 
 
-@router.get("", response_model=Rates, response_model_exclude_none=True,
-            summary="Silent-failure rates per group",
-            responses={401: {"model": Problem}})
-def get_rates(_team: ReadCaller, session: SessionDep, span: SpanDep, where: FilterDep,
-              by: GroupingDep) -> Rates:
+@router.get(
+    "",
+    response_model=Rates,
+    response_model_exclude_none=True,
+    summary="Silent-failure rates per group",
+    responses={401: {"model": Problem}},
+)
+def get_rates(_team: ReadCaller, session: SessionDep, span: SpanDep, where: FilterDep, by: GroupingDep) -> Rates:
     groups = silent_rates(session, span, by=by, where=where)
-    return Rates.model_validate({"window": span.window, "since": span.since, "until": span.until,
-                                 "by": list(by), "groups": groups})
+    return Rates.model_validate(
+        {"window": span.window, "since": span.since, "until": span.until, "by": list(by), "groups": groups}
+    )

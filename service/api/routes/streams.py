@@ -34,8 +34,8 @@ RAW_STREAM_BODY = {
     # An empty body is a capture too: the provider closed the stream before its first byte.
     "required": False,
     "description": "The captured response body, byte for byte, as the gateway received it "
-                   "(possibly empty). It is scanned as it arrives (chunked uploads welcome) and "
-                   "never stored.",
+    "(possibly empty). It is scanned as it arrives (chunked uploads welcome) and "
+    "never stored.",
     "content": {
         media: {"schema": {"type": "string", "format": "binary"}}
         for media in ("text/event-stream", "application/octet-stream")
@@ -50,28 +50,39 @@ RAW_STREAM_BODY = {
     summary="Judge one captured stream and store its verdict",
     openapi_extra={"parameters": openapi_parameters(), "requestBody": RAW_STREAM_BODY},
     responses={
-        200: {"model": VerdictOut, "description": "This stream_id was already stored with the "
-                                                  "same bytes: the stored verdict, counted once."},
+        200: {
+            "model": VerdictOut,
+            "description": "This stream_id was already stored with the same bytes: the stored verdict, counted once.",
+        },
         401: {"model": Problem, "description": "Missing or wrong credentials: nothing stored."},
         409: {"model": Problem, "description": "This stream_id was stored with other bytes."},
-        408: {"model": Problem, "description": "The upload was too slow (UPLOAD_IDLE_TIMEOUT_"
-                                               "SECONDS, UPLOAD_TIMEOUT_SECONDS): nothing stored."},
+        408: {
+            "model": Problem,
+            "description": "The upload was too slow (UPLOAD_IDLE_TIMEOUT_"
+            "SECONDS, UPLOAD_TIMEOUT_SECONDS): nothing stored.",
+        },
         413: {"model": Problem, "description": "The body passed MAX_BODY_BYTES."},
         422: {"model": ValidationProblem, "description": "A parameter is missing or wrong."},
-        503: {"model": Problem, "description": "Not stored (overloaded, database down or write "
-                                               "queue full); retry after Retry-After seconds."},
+        503: {
+            "model": Problem,
+            "description": "Not stored (overloaded, database down or write "
+            "queue full); retry after Retry-After seconds.",
+        },
     },
 )
 async def post_stream(request: Request) -> Response:
-    answer = await answer_post(request.app.state, request.headers,
-                               request.query_params.multi_items(), request.stream())
-    return Response(answer.body, status_code=answer.status, headers=answer.headers,
-                    media_type="application/json" if answer.body else None)
+    answer = await answer_post(request.app.state, request.headers, request.query_params.multi_items(), request.stream())
+    return Response(
+        answer.body,
+        status_code=answer.status,
+        headers=answer.headers,
+        media_type="application/json" if answer.body else None,
+    )
 
 
-async def answer_post(state, headers: Mapping[str, str],
-                      query: Iterable[tuple[str, str]] | bytes,
-                      chunks: AsyncIterable[bytes]) -> Answer:
+async def answer_post(
+    state, headers: Mapping[str, str], query: Iterable[tuple[str, str]] | bytes, chunks: AsyncIterable[bytes]
+) -> Answer:
     """What a post is answered, on either path.  Every answer is counted, and so is an
     exception that escapes (as a 500)."""
     status = 500  # unless an answer is made: what an exception that escapes turns into
@@ -83,8 +94,9 @@ async def answer_post(state, headers: Mapping[str, str],
         metrics.count_ingest_answer(status)
 
 
-async def _answer(state, headers: Mapping[str, str], query: Iterable[tuple[str, str]] | bytes,
-                  chunks: AsyncIterable[bytes]) -> Answer:
+async def _answer(
+    state, headers: Mapping[str, str], query: Iterable[tuple[str, str]] | bytes, chunks: AsyncIterable[bytes]
+) -> Answer:
     """Authenticate, read the parameters, admit the post, ingest it."""
     try:
         gateway = ingest_caller(state, headers)
@@ -102,13 +114,22 @@ async def _answer(state, headers: Mapping[str, str], query: Iterable[tuple[str, 
     if pool == "signed":
         limit = max(1, limit // 4)
     if state.inflight_posts[pool] >= limit:
-        return problem(503, f"overloaded: {limit} posts in progress (MAX_INFLIGHT_POSTS); "
-                            f"nothing stored, retry after {OVERLOAD_RETRY_AFTER_SECONDS} s",
-                       {"Retry-After": OVERLOAD_RETRY_AFTER_SECONDS})
+        return problem(
+            503,
+            f"overloaded: {limit} posts in progress (MAX_INFLIGHT_POSTS); "
+            f"nothing stored, retry after {OVERLOAD_RETRY_AFTER_SECONDS} s",
+            {"Retry-After": OVERLOAD_RETRY_AFTER_SECONDS},
+        )
     state.inflight_posts[pool] += 1
     try:
-        return await ingest(chunks, params, gateway, settings=state.settings,
-                            writer=state.writer, declared_length=headers.get("content-length"))
+        return await ingest(
+            chunks,
+            params,
+            gateway,
+            settings=state.settings,
+            writer=state.writer,
+            declared_length=headers.get("content-length"),
+        )
     finally:
         state.inflight_posts[pool] -= 1
 
@@ -121,14 +142,14 @@ async def serve_post(state, scope, receive, send) -> None:
     one with.  An exception that escapes is answered 500 and raised on to the server, as
     FastAPI's ServerErrorMiddleware does."""
     try:
-        answer = await answer_post(state, Headers(scope=scope), scope["query_string"],
-                                   _body(receive))
+        answer = await answer_post(state, Headers(scope=scope), scope["query_string"], _body(receive))
     except Exception:
         await PlainTextResponse("Internal Server Error", 500)(scope, receive, send)
         raise
     # In the order Starlette's Response sends them: the answer's own, then the body's.
-    headers = [(name.lower().encode("latin-1"), value.encode("latin-1"))
-               for name, value in (answer.headers or {}).items()]
+    headers = [
+        (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in (answer.headers or {}).items()
+    ]
     headers.append((b"content-length", str(len(answer.body)).encode()))
     if answer.body:
         headers.append((b"content-type", b"application/json"))
