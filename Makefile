@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: test run demo bench bench-service clean
+.PHONY: test run hooks demo bench bench-service clean
 
 # The real clients of the end-to-end matrix (tests/e2e/) are installed first, at their pins,
 # into ~/.cache/fastsse-e2e (once per machine; see tests/e2e/install.py).
@@ -14,7 +14,12 @@ test: $(VENV)/.installed
 	$(BIN)/python -m pytest
 
 run: $(VENV)/.installed
-	$(BIN)/python -m service serve $(ARGS)
+	$(BIN)/fastsse-service serve $(ARGS)
+
+# The pre-commit hooks (.pre-commit-config.yaml): lint, types and the fast lane before a
+# commit, the whole suite before a push.
+hooks: $(VENV)/.installed
+	$(BIN)/pre-commit install
 
 # The service on SQLite with a week of generated traffic, then a trickle (Ctrl-C stops).
 demo: $(VENV)/.installed

@@ -1,6 +1,6 @@
 """How the ingestion service holds up: memory on a huge upload, and verdicts stored per second.
 
-Starts ``python -m service serve`` (one worker) as a real process on 127.0.0.1 and measures, on
+Starts ``python -m fastsse_service serve`` (one worker) as a real process on 127.0.0.1 and measures, on
 the database given (SQLite file by default, or ``--database-url postgresql+psycopg://...``):
 
 * peak RSS growth of the server while one client streams a 200 MiB chunked body that is one
@@ -64,7 +64,7 @@ class Service:
             self.port = probe.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--port", str(self.port)],
+            [sys.executable, "-m", "fastsse_service", "serve", "--port", str(self.port)],
             cwd=REPO,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

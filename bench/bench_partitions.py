@@ -46,10 +46,10 @@ from bench_service import (  # noqa: E402
     start_service,
 )
 
+from fastsse_service import partitions  # noqa: E402
+from fastsse_service.db import alembic_config, make_engine, utcnow  # noqa: E402
+from fastsse_service.retention import prune  # noqa: E402
 from loadtests.streams import complete_stream  # noqa: E402
-from service import partitions  # noqa: E402
-from service.db import alembic_config, make_engine, utcnow  # noqa: E402
-from service.writer import prune  # noqa: E402
 
 SCHEMAS = ("plain table", "day partitions")
 

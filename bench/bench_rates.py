@@ -36,9 +36,9 @@ from sqlalchemy import text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from service import charts, partitions  # noqa: E402
-from service.db import make_engine, make_sessionmaker, migrate, utcnow  # noqa: E402
-from service.queries import (  # noqa: E402
+from fastsse_service import charts, partitions  # noqa: E402
+from fastsse_service.db import make_engine, make_sessionmaker, migrate, utcnow  # noqa: E402
+from fastsse_service.queries import (  # noqa: E402
     RollupFilter,
     Span,
     VerdictFilter,
@@ -93,7 +93,7 @@ UPDATE verdicts SET complete = (category = 'complete'),
     silent = (category NOT IN ('complete', 'transport_error')),
     retryable = (category = ANY(:transient))
 """
-# The rollups as the writer counts them (writer.rollup_counts).
+# The rollups as the writer counts them (rollups.rollup_counts).
 ROLLUP = """
 INSERT INTO verdict_rollups (minute, gateway, tool, protocol, category, shard, verdicts,
     silent, model_fallbacks, bytes, requests, first_failures, retries, recoveries,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import importlib.util
 import os
 import re
 import resource
@@ -194,9 +195,18 @@ def service_environment(database_url: str) -> dict:
     return {"DATABASE_URL": database_url, "INGEST_TOKENS": f"bench:{TOKEN}", "RETENTION_DAYS": "0"}
 
 
+def server_stack() -> str:
+    """The event loop and HTTP parser uvicorn picks here."""
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    return f"uvicorn, {loop}, {http}"
+
+
 def start_service(database_url: str, workers: int, log: Path) -> Server:
     return Server(
-        [sys.executable, "-m", "service", "serve", "--workers", str(workers)], service_environment(database_url), log
+        [sys.executable, "-m", "fastsse_service", "serve", "--workers", str(workers)],
+        service_environment(database_url),
+        log,
     )
 
 
@@ -552,7 +562,6 @@ def main() -> None:
         main_body = [bodies["chat", args.size]]
         scratch = Scratch(args.admin_dsn, root)
         import fastsse
-        from service.__main__ import server_stack
 
         print(
             f"fastsse {fastsse.__version__} ({fastsse.IMPLEMENTATION} scanner), "

@@ -173,7 +173,7 @@ def main() -> int:
         )
         processes.append(
             start(
-                [python, "-m", "service", "serve", "--port", str(service_port)],
+                [python, "-m", "fastsse_service", "serve", "--port", str(service_port)],
                 scratch / "service.log",
                 "Uvicorn running",
                 {
@@ -188,7 +188,7 @@ def main() -> int:
                 [
                     python,
                     "-m",
-                    "service",
+                    "fastsse_service",
                     "tap",
                     "--listen",
                     f"127.0.0.1:{tap_port}",

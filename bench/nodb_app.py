@@ -9,31 +9,20 @@ storing costs.  A benchmark's tool only: its 201 means nothing was stored.
 
 from __future__ import annotations
 
-import itertools
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from service import app, writer  # noqa: E402
-
-
-class MemoryStore(writer._Store):
-    """Takes every row as new and gives it an id; keeps nothing (the benchmark posts a new
-    stream_id every time, so no post is a duplicate)."""
-
-    def __init__(self, engine, shard: int) -> None:
-        self._ids = itertools.count(1)
-
-    async def insert(self, rows: list[dict]) -> dict[tuple[str, str], tuple]:
-        return {(row["gateway"], row["stream_id"]): (next(self._ids), None, None) for row in rows}
+from fastsse_service import app  # noqa: E402
+from fastsse_service.stores import DiscardingStore  # noqa: E402
 
 
 def served_app() -> app.Service:
-    # The writer picks its store by the database URL: an SQLite URL (the scratch file the
-    # benchmark gives, which still holds the schema and serves the reads) gets this one.
-    writer._SqliteStore = MemoryStore
-    return app.served_app()
+    # The database the benchmark gives (a scratch SQLite file) still holds the schema and
+    # serves the reads; the posts' verdicts go nowhere.  The benchmark posts a new stream_id
+    # every time, so no post is a duplicate that the store would have to read back.
+    return app.served_app(store=DiscardingStore())
 
 
 if __name__ == "__main__":

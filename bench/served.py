@@ -14,9 +14,9 @@ def serve(app: str, *, factory: bool = False, migrate: bool = False) -> None:
     """``app`` as uvicorn names it (``bench.bare_app:app``); ``migrate``: bring the database of
     DATABASE_URL to the newest schema first, as ``serve`` does."""
     sys.path.insert(0, str(REPO))
-    from service.__main__ import run_server
-    from service.config import get_settings
-    from service.db import migrate as migrate_database
+    from fastsse_service.cli import run_server
+    from fastsse_service.config import get_settings
+    from fastsse_service.db import migrate as migrate_database
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)

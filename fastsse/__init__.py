@@ -17,7 +17,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING
 
 from ._limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, PROTOCOL_CHOICES
-from ._verdict import CATEGORIES, RETRYABLE, TRANSPORTS, Verdict
+from ._verdict import CATEGORIES, MESSAGES, RETRYABLE, TRANSPORTS, Verdict
 
 if TYPE_CHECKING:  # both twins have one API; the Python twin's is the one type checkers read
     from ._scanner_py import Caches, Scanner, default_caches, scan
@@ -50,6 +50,7 @@ __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
     "DEFAULT_MAX_LINE_BYTES",
     "IMPLEMENTATION",
+    "MESSAGES",
     "PROTOCOLS",
     "RETRYABLE",
     "TRANSPORTS",

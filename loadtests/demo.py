@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         "READ_TOKENS": f"demo-team:{args.read_token}",
     }
     service = subprocess.Popen(
-        [sys.executable, "-m", "service", "serve", "--port", str(args.port)], env=env, cwd=os.getcwd()
+        [sys.executable, "-m", "fastsse_service", "serve", "--port", str(args.port)], env=env, cwd=os.getcwd()
     )
     base_url = f"http://127.0.0.1:{args.port}"
     try:

@@ -35,7 +35,7 @@ ADMIN_DSN = "host=127.0.0.1 port=5432 dbname=postgres user=postgres"
 
 
 class Service:
-    """``python -m service serve`` on a scratch database, stopped (and dropped) on exit."""
+    """``python -m fastsse_service serve`` on a scratch database, stopped (and dropped) on exit."""
 
     def __init__(
         self, database: str, workers: int, log_dir: Path, env: dict | None = None, database_url: str | None = None
@@ -57,7 +57,7 @@ class Service:
             url = f"sqlite:///{log_dir / 'load.sqlite3'}"
         self.log = open(log_dir / "service.log", "wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--port", str(self.port), "--workers", str(workers)],
+            [sys.executable, "-m", "fastsse_service", "serve", "--port", str(self.port), "--workers", str(workers)],
             cwd=REPO,
             stdout=self.log,
             stderr=subprocess.STDOUT,

@@ -6,9 +6,9 @@ from logging.config import fileConfig
 
 from alembic import context
 
-from service.config import get_settings
-from service.db import is_sqlite, make_engine
-from service.models import Base, in_schema
+from fastsse_service.config import get_settings
+from fastsse_service.db import is_sqlite, make_engine
+from fastsse_service.models import Base, in_schema
 
 config = context.config
 if config.config_file_name is not None:

@@ -16,9 +16,10 @@ from .api.routes import categories, dashboard, health, rates, retries, series, s
 from .auth import Credentials, parse_tokens
 from .config import Settings, get_settings
 from .db import make_engine, make_sessionmaker
+from .stores import Store, open_store
 from .writer import VerdictWriter
 
-log = logging.getLogger("service")
+log = logging.getLogger(__name__)
 
 DESCRIPTION = """Gateways post the raw bytes of each LLM stream they proxied; the service judges
 it with fastsse, stores the verdict (never the payload) and answers with it."""
@@ -53,13 +54,21 @@ class Service(FastAPI):
             await streams.serve_post(self.state, scope, receive, send)
 
 
-def served_app() -> Service:
+def served_app(store: Store | None = None) -> Service:
     """The app as ``fastsse-service serve`` runs it: one per worker process, which it owns, so
     it also tunes that process's garbage collector once the app has started."""
-    return create_app(tune_gc=True)
+    return create_app(store=store, tune_gc=True)
 
 
-def create_app(settings: Settings | None = None, *, tune_gc: bool = False, ingest_fast_path: bool = True) -> Service:
+def create_app(
+    settings: Settings | None = None,
+    *,
+    store: Store | None = None,
+    tune_gc: bool = False,
+    ingest_fast_path: bool = True,
+) -> Service:
+    """The service's app.  ``store``: where verdicts go (by default the store of
+    ``settings.database_url``'s database; stores.DiscardingStore() keeps nothing)."""
     settings = settings or get_settings()
     ingest = Credentials(parse_tokens(settings.ingest_tokens, settings.ingest_tokens_file, setting="INGEST_TOKENS"))
     read = Credentials(parse_tokens(settings.read_tokens, settings.read_tokens_file, setting="READ_TOKENS"))
@@ -68,7 +77,7 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False, inges
     async def lifespan(app: FastAPI):
         engine = make_engine(settings.database_url)
         writer = VerdictWriter(
-            engine,
+            store or open_store(engine),
             queue_size=settings.write_queue_size,
             batch_size=settings.write_batch_size,
             batch_wait_seconds=settings.write_batch_wait_seconds,
@@ -79,7 +88,7 @@ def create_app(settings: Settings | None = None, *, tune_gc: bool = False, inges
         app.state.engine = engine
         app.state.sessionmaker = make_sessionmaker(engine)
         app.state.writer = writer
-        metrics.start_process(settings.metrics_tool_names(), settings.write_queue_size)
+        metrics.prepare_series(settings.metrics_tool_names(), settings.write_queue_size)
         if not ingest:
             log.warning("INGEST_TOKENS is empty: every POST /v1/streams will get 401")
         await writer.start()

@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -164,3 +165,12 @@ def sign_webhook(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
     key = _webhook_key(secret.encode())
     digest = hmac.new(key, f"{msg_id}.{timestamp}.".encode() + body, hashlib.sha256).digest()
     return "v1," + base64.b64encode(digest).decode()
+
+
+@dataclass(frozen=True, slots=True)
+class Gateway:
+    """A gateway known by its bearer token, or one whose webhook signature is checked once the
+    whole body has arrived (the signature covers the body)."""
+
+    name: str | None
+    webhook: WebhookCheck | None = None

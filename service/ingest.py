@@ -1,7 +1,9 @@
 """Ingest without HTTP: the parameters of a post, and from posted bytes to a stored verdict.
 
-The route in ``api/routes/streams.py`` only authenticates, calls ``parse_query`` and
-``ingest``, and sends the answer; tests call these two directly.  The parameters are one table
+``ingest`` returns what became of a post, an outcome (``Stored``, or ``Refused`` with the
+reason), never an HTTP answer: the route in ``api/routes/streams.py`` authenticates, calls
+``parse_query`` and ``ingest``, and turns the outcome into an answer (its ``ANSWERS`` table);
+tests call these two directly.  The parameters are one table
 (``PARAMETERS``): the OpenAPI document is made from it, and ``parse_query`` checks exactly what
 it documents.  This is the hot path of the service, so the table is read by a few lines of
 plain Python instead of FastAPI's per-parameter machinery (which cost about as much per request
@@ -11,35 +13,30 @@ as the whole HTTP stack does).
 from __future__ import annotations
 
 import asyncio
-import json
+import enum
 import logging
 import re
-from collections.abc import AsyncIterable, Iterable, Mapping
+from collections.abc import AsyncIterable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from urllib.parse import parse_qsl
 
-from starlette.requests import ClientDisconnect
-
 import fastsse
 
 from . import metrics
-from .api.schemas import verdict_json
+from .auth import Gateway
 from .config import Settings
 from .db import utcnow
 from .judging import BodyTooLarge, StreamJudge, sanitize_tool, verdict_row
 from .writer import CONFLICT, CREATED, VerdictWriter, WriterUnavailable
 
-log = logging.getLogger("service.ingest")
+log = logging.getLogger(__name__)
 
 # Identifiers a gateway picks (stream ids, request ids, model names): stored as sent, so they
 # are checked, not rewritten.
 IDENTIFIER_PATTERN = r"^[A-Za-z0-9._:/@+=-]+$"
 _IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 _INTEGER = re.compile(r"^[+-]?[0-9]{1,12}$")
-RETRY_AFTER_SECONDS = "5"
-OVERLOAD_RETRY_AFTER_SECONDS = "1"
-CLIENT_CLOSED_REQUEST = 499  # nginx's "client closed request": the upload broke off
 CLOCK_SLACK_SECONDS = 0.001  # how early an upload timeout may fire (see UploadClock._check)
 
 
@@ -91,7 +88,7 @@ PARAMETERS = (
     ),
     Parameter(
         "protocol",
-        "The dialect of the stream; auto recognizes it from the first event that names one.",
+        "The protocol of the stream; auto recognizes it from the first event that names one.",
         {"type": "string", "enum": list(fastsse.PROTOCOLS), "default": "auto"},
     ),
     Parameter(
@@ -213,13 +210,41 @@ def _error(kind: str, name: str, message: str, raw: str | None) -> dict:
     return {"type": kind, "loc": ["query", name], "msg": message, "input": raw}
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """What the route sends: a status, a JSON body (or none), and headers."""
+class Refusal(enum.Enum):
+    """Why a post's verdict was not stored (the route answers each with its own status)."""
 
-    status: int
-    body: bytes = b""
-    headers: Mapping[str, str] | None = None
+    TOO_LARGE = "too_large"  # the body passed MAX_BODY_BYTES
+    TOO_SLOW = "too_slow"  # the upload passed one of its timeouts
+    BROKE_OFF = "broke_off"  # the client went away before the body was whole
+    BAD_SIGNATURE = "bad_signature"  # a webhook signature that matches no gateway's secret
+    INVALID = "invalid"  # a parameter is wrong for this service (ended_at out of range)
+    CONFLICT = "conflict"  # the stream_id was stored with other bytes
+    UNAVAILABLE = "unavailable"  # not stored now (the writer's queue is full, the database down)
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """The verdict is committed: ``row`` as stored (for a repeated post, the first one's)."""
+
+    row: dict
+    created: bool  # False: the same stream_id with the same bytes was stored before
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """Nothing stored, and why.  ``errors``: for INVALID, the parameters' errors in the shape
+    FastAPI reports them."""
+
+    refusal: Refusal
+    detail: str
+    errors: list[dict] | None = None
+
+
+Outcome = Stored | Refused
+
+
+class UploadBrokeOff(Exception):
+    """What the body's chunks raise when the client goes away before the body is whole."""
 
 
 class UploadClock:
@@ -273,28 +298,23 @@ class UploadClock:
         self._timer.cancel()
 
 
-def problem(status: int, detail: str, headers: Mapping[str, str] | None = None) -> Answer:
-    return Answer(status, json_body({"detail": detail}), headers)
-
-
 async def ingest(
     chunks: AsyncIterable[bytes],
     params: IngestParams,
-    gateway,
+    gateway: Gateway,
     *,
     settings: Settings,
     writer: VerdictWriter,
     declared_length: str | None = None,
-) -> Answer:
-    """Judge the posted bytes as they arrive, store the verdict, and say what to answer.
+) -> Outcome:
+    """Judge the posted bytes as they arrive, store the verdict, and say what became of it.
 
-    ``gateway`` is the authenticated caller (``api.deps.Gateway``); a webhook-signing gateway
-    is known only once the whole body has been read.  ``chunks`` raises
-    ``starlette.requests.ClientDisconnect`` if the upload breaks off.
+    ``gateway`` is the authenticated caller; a webhook-signing gateway is known only once the
+    whole body has been read.  ``chunks`` raises ``UploadBrokeOff`` if the upload breaks off.
     """
-    too_large = f"the body is larger than MAX_BODY_BYTES ({settings.max_body_bytes})"
+    too_large = Refused(Refusal.TOO_LARGE, f"the body is larger than MAX_BODY_BYTES ({settings.max_body_bytes})")
     if declared_length is not None and declared_length.isdigit() and (int(declared_length) > settings.max_body_bytes):
-        return problem(413, too_large)  # refused before a byte of it is read
+        return too_large  # refused before a byte of it is read
 
     now = utcnow()
     if params.ended_at is not None:
@@ -305,9 +325,8 @@ async def ingest(
                 if params.ended_at > now
                 else "is older than the verdicts are kept"
             )
-            return Answer(
-                422, json_body({"detail": [_error("value_error", "ended_at", reason, params.ended_at.isoformat())]})
-            )
+            errors = [_error("value_error", "ended_at", reason, params.ended_at.isoformat())]
+            return Refused(Refusal.INVALID, f"ended_at {reason}", errors)
 
     judge = StreamJudge(
         params.protocol, max_body_bytes=settings.max_body_bytes, max_event_bytes=settings.max_event_bytes
@@ -321,7 +340,7 @@ async def ingest(
             if webhook is not None:
                 webhook.update(chunk)
     except BodyTooLarge:
-        return problem(413, too_large)  # the rest is never read
+        return too_large  # the rest is never read
     except asyncio.CancelledError:
         expired = clock.expired()
         if expired is None:
@@ -332,10 +351,10 @@ async def ingest(
             judge.received,
             expired,
         )
-        return problem(408, f"the upload was too slow: {expired}; nothing stored", {"Connection": "close"})
-    except ClientDisconnect:
+        return Refused(Refusal.TOO_SLOW, f"the upload was too slow: {expired}; nothing stored")
+    except UploadBrokeOff:
         log.info("upload of stream_id=%s broke off after %d bytes; nothing stored", params.stream_id, judge.received)
-        return Answer(CLIENT_CLOSED_REQUEST)  # nobody is listening any more
+        return Refused(Refusal.BROKE_OFF, "the upload broke off; nothing stored")
     finally:
         clock.stop()
 
@@ -343,7 +362,8 @@ async def ingest(
     if webhook is not None:
         gateway_name = webhook.signer()
         if gateway_name is None:
-            return problem(401, "the webhook signature matches no gateway's secret", {"WWW-Authenticate": "Bearer"})
+            return Refused(Refusal.BAD_SIGNATURE, "the webhook signature matches no gateway's secret")
+    assert gateway_name is not None  # a bearer token's gateway, or the signer found just now
 
     verdict, body_sha256 = judge.close(params.transport)
     metrics.SCAN_SECONDS.observe(judge.scan_seconds)
@@ -364,9 +384,9 @@ async def ingest(
     try:
         result = await writer.write(row, timeout=settings.write_timeout_seconds)
     except WriterUnavailable as exc:
-        return problem(503, f"not stored: {exc.reason}; retry later", {"Retry-After": RETRY_AFTER_SECONDS})
+        return Refused(Refusal.UNAVAILABLE, f"not stored: {exc.reason}; retry later")
     if result.outcome == CONFLICT:
-        return problem(409, f"stream_id {params.stream_id!r} was already posted with different bytes")
+        return Refused(Refusal.CONFLICT, f"stream_id {params.stream_id!r} was already posted with different bytes")
     stored = result.row
     created = result.outcome == CREATED
     if log.isEnabledFor(logging.DEBUG):
@@ -378,8 +398,4 @@ async def ingest(
             stored["silent"],
             "stored" if created else "already stored",
         )
-    return Answer(201 if created else 200, verdict_json(stored))
-
-
-def json_body(value) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    return Stored(stored, created)

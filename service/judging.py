@@ -115,7 +115,6 @@ def verdict_row(
         "request_id": request_id,
         "attempt": attempt,
     }
-    values = vars(verdict)  # a Verdict keeps its fields in __dict__ (fastsse._verdict)
     for column, attr in FROM_VERDICT:
-        row[column] = values[attr]
+        row[column] = getattr(verdict, attr)
     return row

@@ -63,7 +63,7 @@ MODEL_FALLBACKS = Counter(
     ["tool", "protocol"],
 )
 # Retry chains (verdicts posted with a request_id), as the rollups count them (the README's
-# Retries): what each counts is writer.rollup_counts.
+# Retries): what each counts is rollups.rollup_counts.
 REQUESTS = Counter(
     "fastsse_requests_total",
     "First attempts of requests posted with a request_id.",
@@ -89,7 +89,7 @@ RETRIES_OF_FINAL = Counter(
     "Retries of a failure that was not retryable (a token limit, a filter).",
     ["tool", "protocol"],
 )
-# the retry counters in the order writer.rollup_counts gives their counts, after the first four
+# the retry counters in the order rollups.rollup_counts gives their counts, after the first four
 RETRY_COUNTERS = (REQUESTS, FIRST_ATTEMPT_FAILURES, RETRIES, RETRY_RECOVERIES, RETRIES_OF_FINAL)
 STREAM_BYTES = Histogram(
     "fastsse_stream_size_bytes",
@@ -136,8 +136,9 @@ def tool_label(tool: str, allowed: frozenset[str]) -> str:
     return tool if tool in allowed else OTHER_TOOL
 
 
-def start_process(allowed_tools: frozenset[str], queue_size: int) -> None:
-    """Create the series alert rules divide by, at 0, and say which build runs."""
+def prepare_series(allowed_tools: frozenset[str], queue_size: int) -> None:
+    """At a process's start: create the series alert rules divide by, at 0, and say which build
+    runs."""
     BUILD_INFO.labels(fastsse.__version__, fastsse.IMPLEMENTATION).set(1)
     DB_WRITE_QUEUE_CAPACITY.set(queue_size)
     for tool in sorted(allowed_tools | {OTHER_TOOL}):
@@ -156,7 +157,7 @@ _STORED_SERIES: dict[tuple, tuple] = {}
 
 def count_stored(tool: str, row: dict, counts: tuple[int, ...]) -> None:
     """Count one committed verdict (the writer calls this after COMMIT, so counts equal rows);
-    ``counts`` is what it adds to its rollup (writer.rollup_counts)."""
+    ``counts`` is what it adds to its rollup (rollups.rollup_counts)."""
     protocol, silent = row["protocol"], row["silent"]
     key = (tool, protocol, row["category"], silent)
     series = _STORED_SERIES.get(key)

@@ -27,7 +27,7 @@ from datetime import date, datetime, time, timedelta, timezone
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import OperationalError
 
-log = logging.getLogger("service.partitions")
+log = logging.getLogger(__name__)
 
 DAYS_AHEAD = 7
 PREFIX = "verdicts_p"

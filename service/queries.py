@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from .db import as_utc, utcnow
 from .models import VERDICTS, VerdictRollup
-from .writer import minute_of
+from .rollups import minute_of
 
 RATE_DIMENSIONS = ("gateway", "tool", "protocol")
 RATE_COUNTS = ("verdicts", "silent", "model_fallbacks", "bytes")

@@ -29,3 +29,11 @@ def test_mypy_finds_nothing():
 def test_ruff_format_changes_nothing():
     result = run("ruff", "format", "--check", "--no-cache", ".")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_pre_commit_configuration_is_valid_and_runs_what_ci_runs():
+    result = run("pre_commit", "validate-config", ".pre-commit-config.yaml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    config = (REPO / ".pre-commit-config.yaml").read_text()
+    for command in ("ruff check", "ruff format --check", ".venv/bin/mypy", "make test-fast", "make test\n"):
+        assert command in config, command

@@ -1,23 +1,17 @@
-"""Dependencies the routes declare: settings, a database session, and who is calling."""
+"""Dependencies the routes declare: a database session, and who is calling."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy.orm import Session
 
-from ..auth import WebhookCheck
-from ..config import Settings
+from ..auth import Gateway
 
 UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
-
-
-async def get_app_settings(request: Request) -> Settings:
-    return request.app.state.settings
 
 
 def get_session(request: Request) -> Iterator[Session]:
@@ -25,17 +19,7 @@ def get_session(request: Request) -> Iterator[Session]:
         yield session
 
 
-SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 SessionDep = Annotated[Session, Depends(get_session)]
-
-
-@dataclass(frozen=True, slots=True)
-class Gateway:
-    """A gateway known by its bearer token, or one whose webhook signature is checked once the
-    whole body has arrived (the signature covers the body)."""
-
-    name: str | None
-    webhook: WebhookCheck | None = None
 
 
 def ingest_caller(state, headers: Mapping[str, str]) -> Gateway:

@@ -27,7 +27,7 @@ from ..config import TapSettings
 from .identify import RequestTracker, credential, generation, tool_from_user_agent
 from .spool import Poster, Spool
 
-log = logging.getLogger("service.tap")
+log = logging.getLogger(__name__)
 
 # RFC 9110 §7.6.1: these describe one connection, never forwarded.  Host is the upstream's.
 HOP_BY_HOP = frozenset(

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import httpx
 
-log = logging.getLogger("service.tap")
+log = logging.getLogger(__name__)
 
 SUFFIX = ".stream"
 # Answers that will never change if the same post is sent again: the file is set aside.

@@ -16,7 +16,7 @@ import subprocess
 import pytest
 from prometheus_client import Counter, Gauge, Histogram
 
-from service import metrics
+from fastsse_service import metrics
 from tests.service.conftest import REPO
 
 RULES = REPO / "dashboard" / "prometheus" / "rules.yml"

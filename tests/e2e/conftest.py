@@ -27,9 +27,9 @@ def mock(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def service(tmp_path_factory):
-    from service.app import create_app
-    from service.config import Settings
-    from service.db import migrate
+    from fastsse_service.app import create_app
+    from fastsse_service.config import Settings
+    from fastsse_service.db import migrate
 
     url = f"sqlite:///{tmp_path_factory.mktemp('e2e-db') / 'verdicts.sqlite3'}"
     migrate(url)
@@ -42,8 +42,8 @@ def service(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tap(mock, service, tmp_path_factory):
-    from service.config import TapSettings
-    from service.tap import Tap
+    from fastsse_service.config import TapSettings
+    from fastsse_service.tap import Tap
 
     app = Tap(
         TapSettings(

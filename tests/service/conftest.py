@@ -90,7 +90,7 @@ def sqlite_url(tmp_path):
 @pytest.fixture(params=["sqlite", "postgres"])
 def database_url(request):
     """Each test that asks for it runs on both backends; the schema comes from Alembic."""
-    from service.db import migrate
+    from fastsse_service.db import migrate
 
     url = request.getfixturevalue(f"{request.param}_url")
     migrate(url)
@@ -99,7 +99,7 @@ def database_url(request):
 
 @pytest.fixture
 def make_settings(database_url):
-    from service.config import Settings
+    from fastsse_service.config import Settings
 
     def make(**overrides):
         values = {
@@ -146,7 +146,7 @@ class ThreadServer:
 @pytest.fixture
 def serve(make_settings):
     """serve(**settings) -> a running ThreadServer (stopped at teardown)."""
-    from service.app import create_app
+    from fastsse_service.app import create_app
 
     servers = []
 
@@ -172,9 +172,9 @@ def client(server):
 
 
 class ServiceProcess:
-    """``python -m service serve`` as a real process, its output kept in a file.
+    """``python -m fastsse_service serve`` as a real process, its output kept in a file.
 
-    ``command`` replaces ``python -m service`` (an installed ``fastsse-service``, say), and
+    ``command`` replaces ``python -m fastsse_service`` (an installed ``fastsse-service``, say), and
     ``cwd`` the checkout it runs in.
     """
 
@@ -187,7 +187,7 @@ class ServiceProcess:
         self._log = open(self.log_path, "wb")
         full_env = {**os.environ, **TOKENS, "RETENTION_DAYS": "0", **env}
         full_env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-        command = command or [sys.executable, "-m", "service"]
+        command = command or [sys.executable, "-m", "fastsse_service"]
         self.process = subprocess.Popen(
             [*command, "serve", "--port", str(self.port), "--workers", str(workers)],
             cwd=cwd,

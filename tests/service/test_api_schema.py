@@ -20,9 +20,9 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from service.app import create_app
-from service.config import Settings
-from service.db import migrate
+from fastsse_service.app import create_app
+from fastsse_service.config import Settings
+from fastsse_service.db import migrate
 
 from .conftest import INGEST, READ, TOKENS
 

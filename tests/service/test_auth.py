@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from service.auth import ConfigError, Credentials, parse_tokens, sign_webhook
+from fastsse_service.auth import ConfigError, Credentials, parse_tokens, sign_webhook
 
 from .conftest import INGEST, INGEST_SECRET, READ, READ_SECRET, WEBHOOK_SECRET
 from .streams import chat_stream
@@ -136,7 +136,7 @@ def test_bearer_matches_exactly():
 
 
 def test_a_dashboard_session_is_signed_and_ends():
-    from service.auth import Credentials
+    from fastsse_service.auth import Credentials
 
     team = Credentials({"team": "s3cret", "other.team": "another"})
     cookie = team.session_cookie("team", seconds=60, now=1_000)

@@ -13,8 +13,8 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, select
 
+from fastsse_service.models import StoredVerdict
 from loadtests.throwaway_postgres import PostgresToolsMissing, ThrowawayPostgres
-from service.models import StoredVerdict
 
 from .conftest import INGEST, REQUIRE_POSTGRES
 from .streams import chat_stream

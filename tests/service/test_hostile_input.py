@@ -1,4 +1,4 @@
-"""Hostile input against the service as it runs (``python -m service serve``: uvicorn with
+"""Hostile input against the service as it runs (``python -m fastsse_service serve``: uvicorn with
 httptools): garbage and noise are verdicts, odd bytes in headers and query strings are 4xx
 with a reason, huge headers are refused, thousands of connections opened and dropped leak
 nothing.  Never a 500, and never a row from a refused request."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
 import logging
 import re
 import socket
@@ -15,12 +14,13 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from service.api.deps import Gateway
-from service.config import Settings
-from service.db import make_engine, migrate
-from service.ingest import IngestParams, ingest
-from service.models import StoredVerdict, VerdictRollup
-from service.writer import VerdictWriter
+from fastsse_service.auth import Gateway
+from fastsse_service.config import Settings
+from fastsse_service.db import make_engine, migrate
+from fastsse_service.ingest import IngestParams, Refusal, Refused, Stored, ingest
+from fastsse_service.models import StoredVerdict, VerdictRollup
+from fastsse_service.stores import open_store
+from fastsse_service.writer import VerdictWriter
 
 from .conftest import INGEST
 from .streams import anthropic_stream, chat_stream
@@ -336,13 +336,13 @@ def test_a_parameter_given_twice_is_refused_and_unknown_ones_are_ignored(client,
 def test_the_query_is_read_as_parse_qsl_reads_it(query):
     from urllib.parse import parse_qsl
 
-    from service.ingest import query_pairs
+    from fastsse_service.ingest import query_pairs
 
     assert query_pairs(query) == parse_qsl(query, keep_blank_values=True)
 
 
 def test_the_openapi_document_describes_every_ingest_parameter(client):
-    from service.ingest import PARAMETERS
+    from fastsse_service.ingest import PARAMETERS
 
     operation = client.get("/openapi.json").json()["paths"]["/v1/streams"]["post"]
     documented = {p["name"]: p for p in operation["parameters"]}
@@ -356,7 +356,7 @@ def test_the_openapi_document_describes_every_ingest_parameter(client):
 def test_the_fast_path_answers_as_the_fastapi_route_does(make_settings, database_url):
     """Posts go past FastAPI's layers (app.Service, streams.serve_post); the FastAPI route
     they bypass answers alike."""
-    from service.app import create_app
+    from fastsse_service.app import create_app
 
     from .conftest import ThreadServer
 
@@ -414,7 +414,7 @@ def test_a_bug_on_the_fast_path_is_a_counted_500_and_the_service_goes_on(serve, 
     """An exception that escapes the ingest code is answered as FastAPI would (500, plain
     text), counted among the answers, raised on to the server (which logs it), and the next
     post is served."""
-    from service.api.routes import streams
+    from fastsse_service.api.routes import streams
 
     server = serve()
     real = streams.ingest
@@ -485,13 +485,13 @@ def test_ended_at_keeps_a_late_post_at_its_own_time(client, database_url):
     assert [r["stream_id"] for r in stored_rows(database_url)] == ["late-1"]
 
 
-def test_the_ingest_function_answers_without_http(sqlite_url):
-    """service.ingest.ingest is the route's whole work: bytes in, a stored verdict and an answer
-    out.  Called here with no server, no request and no routing."""
+def test_the_ingest_function_stores_and_refuses_without_http(sqlite_url):
+    """service/ingest.py's ingest is the route's whole work: bytes in, a stored verdict or the
+    reason for none out.  Called here with no server, no request and no routing."""
     migrate(sqlite_url)
     settings = Settings(database_url=sqlite_url, retention_days=0)
     engine = make_engine(sqlite_url)
-    writer = VerdictWriter(engine, queue_size=10, batch_size=10, metrics_tools=frozenset())
+    writer = VerdictWriter(open_store(engine), queue_size=10, batch_size=10, metrics_tools=frozenset())
 
     async def chunks(data: bytes, size: int = 7):
         for start in range(0, len(data), size):
@@ -517,8 +517,16 @@ def test_the_ingest_function_answers_without_http(sqlite_url):
         first, again, other, ahead = asyncio.run(answers())
     finally:
         engine.dispose()
-    stored = json.loads(first.body)
-    assert (first.status, stored["category"], stored["tool"]) == (201, "complete", "codex")
-    assert again.status == 200 and json.loads(again.body)["id"] == stored["id"]
-    assert other.status == 409
-    assert ahead.status == 422 and b"ahead of the service's clock" in ahead.body
+    assert isinstance(first, Stored) and first.created
+    assert (first.row["category"], first.row["tool"]) == ("complete", "codex")
+    assert isinstance(again, Stored) and not again.created and again.row["id"] == first.row["id"]
+    assert isinstance(other, Refused) and other.refusal is Refusal.CONFLICT
+    assert isinstance(ahead, Refused) and ahead.refusal is Refusal.INVALID
+    assert "ahead of the service's clock" in ahead.errors[0]["msg"]
+
+
+def test_every_refusal_has_an_answer():
+    """The route answers every outcome ingest can give (a new Refusal needs its status)."""
+    from fastsse_service.api.routes.streams import ANSWERS
+
+    assert set(ANSWERS) == set(Refusal)

@@ -8,7 +8,7 @@ import httpx
 from prometheus_client import Counter, Gauge, Histogram
 
 import fastsse
-from service import metrics
+from fastsse_service import metrics
 
 from .conftest import INGEST, REPO, metric_total
 from .streams import chat_stream

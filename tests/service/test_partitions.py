@@ -12,11 +12,11 @@ import pytest
 from alembic import command
 from sqlalchemy import text
 
-from service import partitions
-from service.app import create_app
-from service.config import Settings
-from service.db import alembic_config, make_engine, migrate
-from service.writer import prune
+from fastsse_service import partitions
+from fastsse_service.app import create_app
+from fastsse_service.config import Settings
+from fastsse_service.db import alembic_config, make_engine, migrate
+from fastsse_service.retention import prune
 
 from .conftest import INGEST, TOKENS, ThreadServer
 from .streams import chat_stream

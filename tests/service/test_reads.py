@@ -6,9 +6,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from service.api.filters import parse_window
-from service.db import make_engine, make_sessionmaker
-from service.queries import Span, silent_rates
+from fastsse_service.api.filters import parse_window
+from fastsse_service.db import make_engine, make_sessionmaker
+from fastsse_service.queries import Span, silent_rates
 
 from .conftest import INGEST, READ
 from .streams import anthropic_stream, chat_stream

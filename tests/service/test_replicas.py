@@ -33,7 +33,7 @@ def replicas(service_process, postgres_url, tmp_path):
         if REQUIRE_HAPROXY:
             pytest.fail("haproxy is needed (FASTSSE_REQUIRE_HAPROXY=1) but not installed")
         pytest.skip("haproxy is not installed (apt-get install haproxy)")
-    from service.db import migrate
+    from fastsse_service.db import migrate
 
     migrate(postgres_url)
     started = [service_process({"DATABASE_URL": postgres_url}) for _ in range(2)]

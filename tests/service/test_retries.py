@@ -6,9 +6,10 @@ import asyncio
 from datetime import datetime, timezone
 
 import fastsse
-from service.db import make_engine
-from service.judging import verdict_row
-from service.writer import CREATED, VerdictWriter
+from fastsse_service.db import make_engine
+from fastsse_service.judging import verdict_row
+from fastsse_service.stores import open_store
+from fastsse_service.writer import CREATED, VerdictWriter
 
 from .conftest import INGEST, READ
 from .streams import chat_stream
@@ -84,7 +85,7 @@ def test_retry_outcomes_per_tool(client):
 
 def test_attempts_of_one_request_in_one_batch_still_see_each_other(database_url):
     engine = make_engine(database_url)
-    writer = VerdictWriter(engine, queue_size=10, batch_size=10, metrics_tools=frozenset())
+    writer = VerdictWriter(open_store(engine), queue_size=10, batch_size=10, metrics_tools=frozenset())
 
     def row(stream_id: str, body: bytes, attempt: int) -> dict:
         return verdict_row(

@@ -6,8 +6,8 @@ import json
 from datetime import datetime, timezone
 
 import fastsse
-from service.api.schemas import VerdictOut, verdict_json
-from service.judging import verdict_row
+from fastsse_service.api.schemas import VerdictOut, verdict_json
+from fastsse_service.judging import verdict_row
 
 from .streams import chat_stream
 

@@ -16,13 +16,50 @@ from prometheus_client import REGISTRY
 from sqlalchemy import func, select, text, update
 
 import fastsse
-from service.db import alembic_config, make_engine, migrate
-from service.judging import verdict_row
-from service.models import StoredVerdict, VerdictRollup
-from service.writer import CREATED, VerdictWriter, WriterUnavailable, prune
+from fastsse_service.db import alembic_config, make_engine, migrate
+from fastsse_service.judging import verdict_row
+from fastsse_service.models import StoredVerdict, VerdictRollup
+from fastsse_service.retention import prune
+from fastsse_service.stores import Store, open_store
+from fastsse_service.writer import CREATED, VerdictWriter, WriterUnavailable
 
 from .conftest import INGEST, REPO
 from .streams import chat_stream
+
+
+class Bug(BaseException):
+    """What the writer's handling of database trouble does not catch (as a bug would not be)."""
+
+
+class Faulty(Store):
+    """A real store, with the faults a test asks for: the next inserts raise ``insert_faults``
+    in turn, every read raises ``read_fault`` while it is set."""
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner.engine, inner.shard)
+        self.inner = inner
+        self.lock = inner.lock
+        self.insert_faults: list[BaseException] = []
+        self.read_fault: BaseException | None = None
+
+    async def insert(self, rows):
+        if self.insert_faults:
+            raise self.insert_faults.pop(0)
+        return await self.inner.insert(rows)
+
+    async def forget_keys(self, keys):
+        await self.inner.forget_keys(keys)
+
+    async def read(self, keys):
+        if self.read_fault is not None:
+            raise self.read_fault
+        return await self.inner.read(keys)
+
+    async def upkeep(self, retention):
+        await self.inner.upkeep(retention)
+
+    async def close(self):
+        await self.inner.close()
 
 
 def test_migrations_match_the_models_and_go_down_and_up(database_url):
@@ -108,7 +145,7 @@ def test_the_writer_prunes_by_itself_when_retention_is_set(serve, database_url):
 def test_a_full_write_queue_is_refused_at_once(sqlite_url):
     migrate(sqlite_url)
     engine = make_engine(sqlite_url)
-    writer = VerdictWriter(engine, queue_size=1, batch_size=10, metrics_tools=frozenset())
+    writer = VerdictWriter(open_store(engine), queue_size=1, batch_size=10, metrics_tools=frozenset())
     row = {"tool": "codex"}
 
     async def two_writes():
@@ -156,7 +193,7 @@ def test_verdicts_that_wait_together_share_one_transaction(sqlite_url):
     """Group commit: what queued up while the writer was busy is committed at once."""
     migrate(sqlite_url)
     engine = make_engine(sqlite_url)
-    writer = VerdictWriter(engine, queue_size=100, batch_size=50, metrics_tools=frozenset())
+    writer = VerdictWriter(open_store(engine), queue_size=100, batch_size=50, metrics_tools=frozenset())
     rows = [complete_row(f"g{i}") for i in range(7)]
 
     def batches():
@@ -187,7 +224,9 @@ def test_a_batch_wait_gathers_the_verdicts_that_arrive_meanwhile(sqlite_url):
     """WRITE_BATCH_WAIT_SECONDS: after a shared commit, the next one waits for more."""
     migrate(sqlite_url)
     engine = make_engine(sqlite_url)
-    writer = VerdictWriter(engine, queue_size=100, batch_size=50, metrics_tools=frozenset(), batch_wait_seconds=0.3)
+    writer = VerdictWriter(
+        open_store(engine), queue_size=100, batch_size=50, metrics_tools=frozenset(), batch_wait_seconds=0.3
+    )
 
     def batches():
         return REGISTRY.get_sample_value("fastsse_db_write_batch_verdicts_count") or 0
@@ -220,7 +259,7 @@ def test_the_postgres_writer_prepares_its_statement_once(postgres_url):
     allow it: otherwise the database parses and plans the statement at every batch."""
     migrate(postgres_url)
     engine = make_engine(postgres_url)
-    writer = VerdictWriter(engine, queue_size=100, batch_size=50, metrics_tools=frozenset())
+    writer = VerdictWriter(open_store(engine), queue_size=100, batch_size=50, metrics_tools=frozenset())
 
     async def three_batches():
         await writer.start()
@@ -230,7 +269,7 @@ def test_the_postgres_writer_prepares_its_statement_once(postgres_url):
                     *(writer.write(complete_row(f"p{batch}-{i}"), timeout=10) for i in range(3))
                 )
                 assert [r.outcome for r in results] == [CREATED] * 3
-            cursor = await writer._store._connection.execute("SELECT statement FROM pg_prepared_statements")
+            cursor = await writer.store.connection.execute("SELECT statement FROM pg_prepared_statements")
             return await cursor.fetchall()
         finally:
             await writer.stop()
@@ -273,7 +312,7 @@ def test_an_sqlite_batch_waits_for_another_writers_turn_off_the_event_loop(sqlit
 
     migrate(sqlite_url)
     engine = make_engine(sqlite_url)
-    writer = VerdictWriter(engine, queue_size=10, batch_size=10, metrics_tools=frozenset())
+    writer = VerdictWriter(open_store(engine), queue_size=10, batch_size=10, metrics_tools=frozenset())
     lock_file = open(f"{tmp_path / 'verdicts.sqlite3'}.writer-lock", "a")  # as another process
     ticks, result = _while_held_elsewhere(
         writer,
@@ -295,7 +334,7 @@ def test_an_sqlite_batch_waits_for_a_writer_without_the_lock_off_the_event_loop(
 
     migrate(sqlite_url)
     engine = make_engine(sqlite_url)
-    writer = VerdictWriter(engine, queue_size=10, batch_size=10, metrics_tools=frozenset())
+    writer = VerdictWriter(open_store(engine), queue_size=10, batch_size=10, metrics_tools=frozenset())
     other = sqlite3.connect(make_engine(sqlite_url).url.database, check_same_thread=False, isolation_level=None)
     ticks, result = _while_held_elsewhere(
         writer, lambda: other.execute("BEGIN IMMEDIATE"), lambda: other.execute("COMMIT"), seconds=1.0
@@ -307,20 +346,12 @@ def test_an_sqlite_batch_waits_for_a_writer_without_the_lock_off_the_event_loop(
     assert counts(sqlite_url) == (1, 1)
 
 
-def test_a_failed_transaction_answers_503_and_the_writer_carries_on(sqlite_url, monkeypatch):
+def test_a_failed_transaction_answers_503_and_the_writer_carries_on(sqlite_url):
     migrate(sqlite_url)
     engine = make_engine(sqlite_url)
-    writer = VerdictWriter(engine, queue_size=10, batch_size=10, metrics_tools=frozenset())
-    real_write_batch = writer._write_batch
-    calls = []
-
-    async def failing_once(rows):
-        calls.append(len(rows))
-        if len(calls) == 1:
-            raise RuntimeError("a bug in the first batch")
-        return await real_write_batch(rows)
-
-    monkeypatch.setattr(writer, "_write_batch", failing_once)
+    store = Faulty(open_store(engine))
+    store.insert_faults.append(RuntimeError("a bug in the first batch"))
+    writer = VerdictWriter(store, queue_size=10, batch_size=10, metrics_tools=frozenset())
     row = complete_row("after-bug")
 
     async def twice():
@@ -337,7 +368,7 @@ def test_a_failed_transaction_answers_503_and_the_writer_carries_on(sqlite_url, 
     assert counts(sqlite_url) == (1, 1)
 
 
-def test_a_failure_after_the_commit_still_answers_and_counts_the_rows_it_stored(sqlite_url, monkeypatch):
+def test_a_failure_after_the_commit_still_answers_and_counts_the_rows_it_stored(sqlite_url):
     """The batch committed, then reading back a duplicate's stored verdict failed: the new row
     is still answered 201 and counted (its retry would be a 200, never counted), the duplicate
     gets its 503."""
@@ -345,7 +376,8 @@ def test_a_failure_after_the_commit_still_answers_and_counts_the_rows_it_stored(
 
     migrate(sqlite_url)
     engine = make_engine(sqlite_url)
-    writer = VerdictWriter(engine, queue_size=10, batch_size=10, metrics_tools=frozenset())
+    store = Faulty(open_store(engine))
+    writer = VerdictWriter(store, queue_size=10, batch_size=10, metrics_tools=frozenset())
 
     def stored_total():
         return sum(
@@ -361,10 +393,7 @@ def test_a_failure_after_the_commit_still_answers_and_counts_the_rows_it_stored(
         try:
             await writer.write(complete_row("kept"), timeout=10)
 
-            async def unreadable(keys):
-                raise sqlite3.OperationalError("disk I/O error")
-
-            monkeypatch.setattr(writer, "_read_back", unreadable)
+            store.read_fault = sqlite3.OperationalError("disk I/O error")
             before = stored_total()
             waiting = [asyncio.ensure_future(writer.write(complete_row(name), timeout=10)) for name in ("new", "kept")]
             answers = await asyncio.gather(*waiting, return_exceptions=True)
@@ -379,15 +408,12 @@ def test_a_failure_after_the_commit_still_answers_and_counts_the_rows_it_stored(
     assert counts(sqlite_url) == (2, 2)
 
 
-def test_a_writer_that_dies_answers_503_at_once_and_still_stops(sqlite_url, monkeypatch, caplog):
+def test_a_writer_that_dies_answers_503_at_once_and_still_stops(sqlite_url, caplog):
     migrate(sqlite_url)
     engine = make_engine(sqlite_url)
-    writer = VerdictWriter(engine, queue_size=10, batch_size=1, metrics_tools=frozenset())
-
-    async def a_bug(batch):
-        raise RuntimeError("a bug outside the batch's own error handling")
-
-    monkeypatch.setattr(writer, "_commit", a_bug)
+    store = Faulty(open_store(engine))
+    store.insert_faults.append(Bug("a bug outside the batch's own error handling"))
+    writer = VerdictWriter(store, queue_size=10, batch_size=1, metrics_tools=frozenset())
 
     async def posts():
         waiting = [asyncio.ensure_future(writer.write(complete_row(f"d{i}"), timeout=30)) for i in range(3)]

@@ -22,11 +22,11 @@ import zlib
 import httpx
 import pytest
 
+from fastsse_service.config import TapSettings
+from fastsse_service.tap.proxy import Capture, Tap
+from fastsse_service.tap.spool import SUFFIX, Spool, Spooled
 from loadtests.localhost import free_port
 from loadtests.streams import EXPECTED_OVER_HTTP
-from service.config import TapSettings
-from service.tap.proxy import Capture, Tap
-from service.tap.spool import SUFFIX, Spool, Spooled
 from tests.loadtests.mock_helpers import CASES, STALL_SECONDS, Mock, generation, request, stream_path
 
 from .conftest import INGEST_SECRET, READ, REPO, TOKENS, ThreadServer
@@ -47,8 +47,8 @@ def mock(tmp_path_factory):
 
 
 def service_app(database_url: str):
-    from service.app import create_app
-    from service.config import Settings
+    from fastsse_service.app import create_app
+    from fastsse_service.config import Settings
 
     return create_app(
         Settings(
@@ -62,7 +62,7 @@ def service_app(database_url: str):
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    from service.db import migrate
+    from fastsse_service.db import migrate
 
     url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'verdicts.sqlite3'}"
     migrate(url)
@@ -77,8 +77,8 @@ class Taps:
         self.tmp_path, self.mock, self.running = tmp_path, mock, []
 
     def start(self, ingest: str, upstream_transport=None, **settings):
-        from service.config import TapSettings
-        from service.tap import Tap
+        from fastsse_service.config import TapSettings
+        from fastsse_service.tap import Tap
 
         values = {
             "upstream": f"http://127.0.0.1:{self.mock.port}",
@@ -489,7 +489,7 @@ def test_the_tap_command_relays_posts_and_logs_no_payload(mock, service, tmp_pat
             [
                 sys.executable,
                 "-m",
-                "service",
+                "fastsse_service",
                 "tap",
                 "--listen",
                 f"127.0.0.1:{port}",
@@ -532,7 +532,7 @@ def test_the_tap_command_relays_posts_and_logs_no_payload(mock, service, tmp_pat
 
 def test_the_tap_command_refuses_a_bad_configuration():
     run = subprocess.run(
-        [sys.executable, "-m", "service", "tap", "--ingest", "ftp://x"],
+        [sys.executable, "-m", "fastsse_service", "tap", "--ingest", "ftp://x"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -541,7 +541,7 @@ def test_the_tap_command_refuses_a_bad_configuration():
     )
     assert run.returncode == 2 and "http:// or https://" in run.stderr
     run = subprocess.run(
-        [sys.executable, "-m", "service", "tap", "--listen", "nowhere"],
+        [sys.executable, "-m", "fastsse_service", "tap", "--listen", "nowhere"],
         cwd=REPO,
         capture_output=True,
         text=True,

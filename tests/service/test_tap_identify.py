@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from service.tap.identify import RequestTracker, credential, generation, model_name, tool_from_user_agent
+from fastsse_service.tap.identify import RequestTracker, credential, generation, model_name, tool_from_user_agent
 
 
 def body(**fields) -> bytes:

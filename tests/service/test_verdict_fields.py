@@ -10,11 +10,11 @@ import sqlalchemy as sa
 
 import fastsse
 from fastsse._verdict import VERDICT_FIELDS
-from service.api.schemas import VerdictOut, verdict_json
-from service.db import make_engine
-from service.judging import verdict_row
-from service.models import VERDICTS
-from service.verdict_fields import FIELDS, POST, VERDICT, WRITER
+from fastsse_service.api.schemas import VerdictOut, verdict_json
+from fastsse_service.db import make_engine
+from fastsse_service.judging import verdict_row
+from fastsse_service.models import VERDICTS
+from fastsse_service.verdict_fields import FIELDS, POST, VERDICT, WRITER
 
 from .conftest import READ
 from .streams import chat_stream

@@ -76,9 +76,9 @@ def clean_env(**extra: str) -> dict:
 def test_the_wheel_carries_the_migrations_and_no_build_inputs(installed):
     _bin, wheel = installed
     names = zipfile.ZipFile(wheel).namelist()
-    assert "service/migrations/env.py" in names
-    assert "service/migrations/script.py.mako" in names
-    assert any(n.startswith("service/migrations/versions/0001_") for n in names)
+    assert "fastsse_service/migrations/env.py" in names
+    assert "fastsse_service/migrations/script.py.mako" in names
+    assert any(n.startswith("fastsse_service/migrations/versions/0001_") for n in names)
     for asset in (
         "templates/index.html",
         "templates/signin.html",
@@ -86,12 +86,23 @@ def test_the_wheel_carries_the_migrations_and_no_build_inputs(installed):
         "static/dashboard.css",
         "prometheus/rules.yml",
     ):
-        assert f"service/dashboard/{asset}" in names, asset
+        assert f"fastsse_service/dashboard/{asset}" in names, asset
     assert any(n.startswith("fastsse/_scanner.") and n.endswith(".so") for n in names)
     assert "fastsse/py.typed" in names  # the public API's types reach its users
     assert "fastsse/_scanner.pyi" in names
     assert not [n for n in names if n.endswith((".pyx", ".pxd", ".h", ".c"))]
-    assert not [n for n in names if n.startswith(("tests/", "bench/", "migrations/"))]
+
+
+def test_the_wheel_installs_two_packages_of_its_own_names_and_every_module(installed):
+    """No generic top-level name (``service``, ``migrations``, ``tests``) that another project
+    could also install; and every module of service/ is in the wheel (a subpackage missing from
+    pyproject.toml's list would install a service that fails at its first import of it)."""
+    _bin, wheel = installed
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
+    assert top == {"fastsse", "fastsse_service"}
+    for module in (REPO / "service").rglob("*.py"):
+        assert f"fastsse_service/{module.relative_to(REPO / 'service').as_posix()}" in names, module
 
 
 def test_the_installed_commands_print_the_version(installed, empty_dir):
@@ -102,10 +113,31 @@ def test_the_installed_commands_print_the_version(installed, empty_dir):
     where = run(
         bin_dir / "python",
         "-c",
-        "import fastsse, service; print(fastsse.__file__); print(service.__file__)",
+        "import fastsse, fastsse_service; print(fastsse.__file__); print(fastsse_service.__file__)",
         cwd=empty_dir,
     )
     assert str(REPO) not in where  # the installed copy runs, not the checkout
+
+
+def test_without_extras_the_library_and_its_cli_work_and_the_service_says_what_it_needs(installed, tmp_path):
+    """``pip install fastsse``: the library and its command, nothing that fails to import; the
+    service's command explains itself instead of a traceback."""
+    _bin, wheel = installed
+    venv.EnvBuilder(with_pip=True).create(tmp_path / "bare")
+    bare = tmp_path / "bare" / "bin"
+    run(bare / "python", "-m", "pip", "install", "--quiet", "--no-deps", wheel, cwd=tmp_path)
+    assert "fastsse" in run(bare / "fastsse", "--version", cwd=tmp_path)
+    stream = tmp_path / "stream.sse"
+    stream.write_bytes(chat_stream())
+    assert '"category": "complete"' in run(bare / "fastsse", "scan", str(stream), cwd=tmp_path)
+    result = subprocess.run(
+        [bare / "fastsse-service", "serve"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2, result.stderr
+    assert "pip install 'fastsse[service]'" in result.stderr
+    assert "Traceback" not in result.stderr
+    installed_modules = run(bare / "python", "-m", "pip", "show", "--files", "fastsse", cwd=tmp_path)
+    assert "fastsse/__init__.py" in installed_modules
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])

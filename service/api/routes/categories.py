@@ -6,7 +6,6 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 import fastsse
-from fastsse._verdict import MESSAGES
 
 from ..deps import ReadCaller
 from ..schemas import Problem
@@ -35,7 +34,7 @@ class Categories(BaseModel):
 async def get_categories(_team: ReadCaller) -> Categories:
     return Categories(
         categories=[
-            Category(category=name, message=MESSAGES[name], retryable=fastsse.RETRYABLE[name])
+            Category(category=name, message=fastsse.MESSAGES[name], retryable=fastsse.RETRYABLE[name])
             for name in fastsse.CATEGORIES
         ]
     )

@@ -1,13 +1,16 @@
 """POST /v1/streams: a gateway posts the raw bytes of one stream and gets its verdict back.
 
-The work is in ``service.ingest``; ``answer_post`` authenticates, reads the parameters and
-says what to answer, and one of two paths sends it: ``serve_post``, plain ASGI, which every
-post takes, and the FastAPI route, which documents the operation (see ``serve_post``).
+The work is in ``service/ingest.py``, which says what became of the post; ``answer_post``
+authenticates, reads the parameters, admits the post, and turns ingest's outcome into an answer
+(``ANSWERS``).  One of two paths sends it: ``serve_post``, plain ASGI, which every post takes,
+and the FastAPI route, which documents the operation (see ``serve_post``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import PlainTextResponse, Response
@@ -16,19 +19,64 @@ from starlette.requests import ClientDisconnect
 
 from ... import metrics
 from ...ingest import (
-    OVERLOAD_RETRY_AFTER_SECONDS,
-    Answer,
     InvalidParameters,
+    Outcome,
+    Refusal,
+    Refused,
+    UploadBrokeOff,
     ingest,
-    json_body,
     openapi_parameters,
     parse_query,
-    problem,
 )
 from ..deps import ingest_caller
-from ..schemas import Problem, ValidationProblem, VerdictOut
+from ..schemas import Problem, ValidationProblem, VerdictOut, verdict_json
 
 router = APIRouter(prefix="/v1/streams", tags=["ingest"])
+
+RETRY_AFTER_SECONDS = "5"
+OVERLOAD_RETRY_AFTER_SECONDS = "1"
+CLIENT_CLOSED_REQUEST = 499  # nginx's "client closed request": the upload broke off
+
+# What each refusal is answered: its status and headers.
+ANSWERS: dict[Refusal, tuple[int, Mapping[str, str] | None]] = {
+    Refusal.TOO_LARGE: (413, None),
+    Refusal.TOO_SLOW: (408, {"Connection": "close"}),
+    Refusal.BROKE_OFF: (CLIENT_CLOSED_REQUEST, None),  # nobody is listening: no body
+    Refusal.BAD_SIGNATURE: (401, {"WWW-Authenticate": "Bearer"}),
+    Refusal.INVALID: (422, None),
+    Refusal.CONFLICT: (409, None),
+    Refusal.UNAVAILABLE: (503, {"Retry-After": RETRY_AFTER_SECONDS}),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the route sends: a status, a JSON body (or none), and headers."""
+
+    status: int
+    body: bytes = b""
+    headers: Mapping[str, str] | None = None
+
+
+def json_body(value) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def problem(status: int, detail: str, headers: Mapping[str, str] | None = None) -> Answer:
+    return Answer(status, json_body({"detail": detail}), headers)
+
+
+def answer_for(outcome: Outcome) -> Answer:
+    """A stored verdict is 201 (new) or 200 (stored before); a refusal as ANSWERS says."""
+    if not isinstance(outcome, Refused):
+        return Answer(201 if outcome.created else 200, verdict_json(outcome.row))
+    status, headers = ANSWERS[outcome.refusal]
+    if outcome.refusal is Refusal.BROKE_OFF:
+        return Answer(status)
+    if outcome.errors is not None:
+        return Answer(status, json_body({"detail": outcome.errors}), headers)
+    return problem(status, outcome.detail, headers)
+
 
 RAW_STREAM_BODY = {
     # An empty body is a capture too: the provider closed the stream before its first byte.
@@ -71,7 +119,9 @@ RAW_STREAM_BODY = {
     },
 )
 async def post_stream(request: Request) -> Response:
-    answer = await answer_post(request.app.state, request.headers, request.query_params.multi_items(), request.stream())
+    answer = await answer_post(
+        request.app.state, request.headers, request.query_params.multi_items(), _request_body(request)
+    )
     return Response(
         answer.body,
         status_code=answer.status,
@@ -122,7 +172,7 @@ async def _answer(
         )
     state.inflight_posts[pool] += 1
     try:
-        return await ingest(
+        outcome = await ingest(
             chunks,
             params,
             gateway,
@@ -130,6 +180,7 @@ async def _answer(
             writer=state.writer,
             declared_length=headers.get("content-length"),
         )
+        return answer_for(outcome)
     finally:
         state.inflight_posts[pool] -= 1
 
@@ -163,9 +214,18 @@ async def _body(receive) -> AsyncIterator[bytes]:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            raise ClientDisconnect
+            raise UploadBrokeOff
         body = message.get("body", b"")
         if body:
             yield body
         if not message.get("more_body", False):
             return
+
+
+async def _request_body(request: Request) -> AsyncIterator[bytes]:
+    """``request.stream()``, with a client that went away said as ingest says it."""
+    try:
+        async for chunk in request.stream():
+            yield chunk
+    except ClientDisconnect:
+        raise UploadBrokeOff from None

@@ -1,0 +1,179 @@
+"""fastsse-service (or python -m fastsse_service) serve | migrate | prune"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import logging
+import os
+import sys
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+
+import fastsse
+
+from .auth import ConfigError, parse_tokens
+from .config import TapSettings, get_settings
+from .db import make_engine, migrate, utcnow
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="fastsse-service",
+        description="The fastsse ingestion service: gateways post captured streams, it stores "
+        "their verdicts.  Settings come from the environment (see the README).",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {fastsse.__version__} ({fastsse.IMPLEMENTATION} scanner)"
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="apply migrations, then run the HTTP service")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=1)
+    commands.add_parser("migrate", help="apply migrations only")
+    prune = commands.add_parser("prune", help="delete verdict rows past RETENTION_DAYS now")
+    prune.add_argument("--days", type=float, help="override RETENTION_DAYS")
+    tap = commands.add_parser(
+        "tap",
+        help="a reverse proxy in front of an LLM API that posts each streamed answer "
+        "to this service (settings: TAP_* variables, see the README)",
+    )
+    tap.add_argument(
+        "--listen",
+        default="127.0.0.1:8080",
+        type=_listen_address,
+        help="HOST:PORT to listen on (':8080' is every interface; default 127.0.0.1:8080)",
+    )
+    tap.add_argument("--upstream", help="the LLM API, such as https://api.openai.com (TAP_UPSTREAM)")
+    tap.add_argument("--ingest", help="the verdict service, such as http://verdicts:8000 (TAP_INGEST)")
+    tap.add_argument(
+        "--token", help="an ingest token of the service (TAP_INGEST_TOKEN; better kept out of the command line)"
+    )
+    tap.add_argument("--token-file", type=Path, help="a file holding the ingest token (TAP_INGEST_TOKEN_FILE)")
+    tap.add_argument(
+        "--tool", help="label every stream with this tool instead of telling it from the User-Agent (TAP_TOOL)"
+    )
+    args = parser.parse_args(argv)
+    if args.command == "tap":
+        return _tap(args)
+
+    try:
+        settings = get_settings()
+        parse_tokens(settings.ingest_tokens, settings.ingest_tokens_file, setting="INGEST_TOKENS")
+        parse_tokens(settings.read_tokens, settings.read_tokens_file, setting="READ_TOKENS")
+    except (ConfigError, ValueError) as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=settings.log_level.upper(), format="%(levelname)s: %(message)s")
+
+    migrate(settings.database_url)
+    if args.command == "migrate":
+        return 0
+    if args.command == "prune":
+        from .retention import prune as prune_rows
+
+        days = settings.retention_days if args.days is None else args.days
+        engine = make_engine(settings.database_url)
+        deleted = prune_rows(engine, utcnow() - timedelta(days=days))
+        print(f"deleted {deleted} verdict rows older than {days} days")
+        return 0
+    return _serve(args, settings)
+
+
+def server_options(settings) -> dict:
+    """How ``serve`` runs uvicorn (its event loop and HTTP parser are uvicorn's "auto": uvloop
+    and httptools, which the service depends on); the benchmark serves its bare endpoint with
+    the same options."""
+    import uvicorn
+
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["loggers"][__package__] = {
+        "handlers": ["default"],
+        "level": settings.log_level.upper(),
+        "propagate": False,
+    }
+    return {
+        "log_level": settings.log_level,
+        "log_config": log_config,
+        "access_log": getattr(settings, "access_log", False),
+        "http": http_protocol(),
+    }
+
+
+def http_protocol() -> str:
+    """httptools with bounds on the request head (service/http_limits.py), else uvicorn's h11,
+    which has its own."""
+    import importlib.util
+
+    if importlib.util.find_spec("httptools"):
+        return f"{__package__}.http_limits:BoundedHttpToolsProtocol"
+    return "h11"
+
+
+def run_server(app: str, *, host: str, port: int, workers: int, settings, factory: bool = False) -> None:
+    import uvicorn
+
+    if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        # Every worker writes its metrics here and /metrics merges them.  Set before any worker
+        # imports prometheus_client: it picks its storage at import time.
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="fastsse-metrics-")
+    uvicorn.run(app, factory=factory, host=host, port=port, workers=workers, **server_options(settings))
+
+
+def _serve(args, settings) -> int:
+    run_server(
+        f"{__package__}.app:served_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        settings=settings,
+    )
+    return 0
+
+
+def _listen_address(text: str) -> tuple[str, int]:
+    host, separator, port = text.rpartition(":")
+    if not separator or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT (or :PORT)")
+    return (host.strip("[]") or "0.0.0.0"), int(port)
+
+
+def _tap(args) -> int:
+    from pydantic import ValidationError
+
+    overrides = {
+        name: value
+        for name, value in (
+            ("upstream", args.upstream),
+            ("ingest", args.ingest),
+            ("ingest_token", args.token),
+            ("ingest_token_file", args.token_file),
+            ("tool", args.tool),
+        )
+        if value is not None
+    }
+    try:
+        settings = TapSettings(**overrides)
+        if settings.ingest_token_file is not None:
+            token = settings.ingest_token_file.read_text().strip()
+            settings = settings.model_copy(update={"ingest_token": token})
+        if not settings.upstream:
+            raise ConfigError("no upstream: give --upstream or TAP_UPSTREAM")
+    except (ConfigError, ValidationError, OSError) as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    if not settings.ingest_token:
+        print(
+            "warning: no ingest token (--token-file or TAP_INGEST_TOKEN): the service will "
+            "refuse the posts unless it runs without INGEST_TOKENS",
+            file=sys.stderr,
+        )
+    from .tap import run
+
+    host, port = args.listen
+    options = server_options(settings)
+    run(settings, host, port, options["log_config"], options["http"])
+    return 0
