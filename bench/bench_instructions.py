@@ -7,8 +7,8 @@ change of 1-2 %.  This counts the instructions executed inside ``Scanner.feed`` 
 the same count) while judging bench_scanner's corpus, fed in its 64 KiB chunks.  Compare two
 builds by running this in each checkout::
 
-    python bench/bench_instructions.py             # 1 MB per dialect, about 2 minutes
-    python bench/bench_instructions.py --dialect chat --size-mb 2
+    python bench/bench_instructions.py             # 1 MB per protocol, about 2 minutes
+    python bench/bench_instructions.py --protocol chat --size-mb 2
 
 Needs ``valgrind`` (Debian package) and the compiled scanner.
 """
@@ -26,10 +26,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-DIALECTS = ("chat", "responses", "anthropic")
+PROTOCOLS = ("chat", "responses", "anthropic")
 
 
-def judge_corpus(dialect: str, size_mb: float, seed: int) -> None:
+def judge_corpus(protocol: str, size_mb: float, seed: int) -> None:
     """What runs under valgrind: build the corpus, then judge it once."""
     import bench_scanner
 
@@ -38,7 +38,7 @@ def judge_corpus(dialect: str, size_mb: float, seed: int) -> None:
     if fastsse.IMPLEMENTATION != "cython":
         raise SystemExit("the compiled scanner is not built: nothing to count")
     corpus = [
-        bench_scanner.split_chunks(stream) for stream in bench_scanner.build_corpus(dialect, int(size_mb * 1e6), seed)
+        bench_scanner.split_chunks(stream) for stream in bench_scanner.build_corpus(protocol, int(size_mb * 1e6), seed)
     ]
     for chunks in corpus:
         scanner = fastsse.Scanner()
@@ -48,7 +48,7 @@ def judge_corpus(dialect: str, size_mb: float, seed: int) -> None:
     print(f"bytes={sum(len(chunk) for chunks in corpus for chunk in chunks)}")
 
 
-def count(dialect: str, size_mb: float, seed: int) -> tuple[int, int]:
+def count(protocol: str, size_mb: float, seed: int) -> tuple[int, int]:
     """(instructions, bytes judged)."""
     with tempfile.TemporaryDirectory() as scratch:
         result = subprocess.run(
@@ -62,7 +62,7 @@ def count(dialect: str, size_mb: float, seed: int) -> tuple[int, int]:
                 sys.executable,
                 __file__,
                 "--judge",
-                dialect,
+                protocol,
                 "--size-mb",
                 str(size_mb),
                 "--seed",
@@ -75,16 +75,16 @@ def count(dialect: str, size_mb: float, seed: int) -> tuple[int, int]:
     found = re.search(r"Collected\s*:\s*(\d+)", result.stderr)
     judged = re.search(r"^bytes=(\d+)$", result.stdout, re.M)
     if result.returncode != 0 or not found or not judged:
-        raise SystemExit(f"valgrind failed for {dialect}:\n{result.stderr[-2000:]}")
+        raise SystemExit(f"valgrind failed for {protocol}:\n{result.stderr[-2000:]}")
     return int(found.group(1)), int(judged.group(1))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dialect", choices=DIALECTS, action="append")
-    parser.add_argument("--size-mb", type=float, default=1.0, help="corpus per dialect (1)")
+    parser.add_argument("--protocol", choices=PROTOCOLS, action="append")
+    parser.add_argument("--size-mb", type=float, default=1.0, help="corpus per protocol (1)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--judge", choices=DIALECTS, help=argparse.SUPPRESS)
+    parser.add_argument("--judge", choices=PROTOCOLS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.judge:
         judge_corpus(args.judge, args.size_mb, args.seed)
@@ -95,13 +95,13 @@ def main() -> None:
 
     print(
         f"fastsse {fastsse.__version__} from {Path(fastsse.__file__).parent}: instructions "
-        f"in Scanner.feed and close, bench_scanner's corpus ({args.size_mb:g} MB per dialect, "
+        f"in Scanner.feed and close, bench_scanner's corpus ({args.size_mb:g} MB per protocol, "
         f"seed {args.seed}, 64 KiB chunks)"
     )
-    for dialect in args.dialect or DIALECTS:
-        instructions, judged = count(dialect, args.size_mb, args.seed)
+    for protocol in args.protocol or PROTOCOLS:
+        instructions, judged = count(protocol, args.size_mb, args.seed)
         print(
-            f"  {dialect:<10} {instructions:>14,} instructions  {judged:>11,} bytes  "
+            f"  {protocol:<10} {instructions:>14,} instructions  {judged:>11,} bytes  "
             f"{instructions / judged:6.2f} per byte",
             flush=True,
         )

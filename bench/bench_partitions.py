@@ -38,7 +38,6 @@ sys.path.insert(0, str(REPO))
 from bench_rates import CATEGORIES, DAYS, FILL, PAIRS, PROTOCOLS, TOOLS, TRANSIENT  # noqa: E402
 from bench_service import (  # noqa: E402
     ADMIN_DSN,
-    WRK_SCRIPT,
     Scratch,
     committed_rows,
     print_row,
@@ -49,7 +48,7 @@ from bench_service import (  # noqa: E402
 from fastsse_service import partitions  # noqa: E402
 from fastsse_service.db import alembic_config, make_engine, utcnow  # noqa: E402
 from fastsse_service.retention import prune  # noqa: E402
-from loadtests.streams import complete_stream  # noqa: E402
+from loadtests.wire import complete_stream  # noqa: E402
 
 SCHEMAS = ("plain table", "day partitions")
 
@@ -64,8 +63,6 @@ def prepare(url: str, schema: str) -> None:
 
 
 def ingest(args, scratch: Scratch, root: Path) -> None:
-    script = root / "post.lua"
-    script.write_text(WRK_SCRIPT)
     body = root / "chat.sse"
     body.write_bytes(complete_stream("chat", 20_000, seed=20_000))
     print(
@@ -81,7 +78,7 @@ def ingest(args, scratch: Scratch, root: Path) -> None:
             prepare(url, schema)
             server = start_service(url, args.workers, root / f"{schema}.log")
             try:
-                result = run_load(server, [body], args, script, f"r{round_}")
+                result = run_load(server, [body], args, f"r{round_}")
                 stored = committed_rows(server)
             finally:
                 server.stop()

@@ -13,7 +13,7 @@ Prints requests/s, p50 and p99 per configuration and the ratio to the bare endpo
 same number of workers, and what a post cost in CPU: in the server's processes, in PostgreSQL's
 (all of its processes), in wrk, and on the whole machine, with the machine's idle share (the
 server, the database and the load generator share its cores); then MB/s and streams/s by
-stream size (2 KB, 20 KB, 200 KB) and for a mix of the four dialects; then where the service's
+stream size (2 KB, 20 KB, 200 KB) and for a mix of the four protocols; then where the service's
 CPU goes (a py-spy sampling profile of one worker under the same load, grouped by what the code
 does).
 
@@ -50,46 +50,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from loadtests.localhost import free_port, wait_until_answering  # noqa: E402
-from loadtests.streams import DIALECTS, complete_stream  # noqa: E402
+from loadtests.wire import PROTOCOLS, complete_stream  # noqa: E402
+from loadtests.wrk import post_streams  # noqa: E402
 
 TOKEN = "bench-secret-token"
 ADMIN_DSN = "host=127.0.0.1 port=5432 dbname=postgres user=postgres"
 CORES = os.cpu_count() or 1
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # the unit of /proc's CPU times
-
-WRK_SCRIPT = r"""
--- Each wrk thread posts the bodies in turn, each post with a new stream_id.
-local threads = 0
-function setup(thread)
-  threads = threads + 1
-  thread:set("tid", threads)
-end
-
-function init(args)
-  prefix = args[1] .. "-" .. tid .. "-"
-  bodies = {}
-  for i = 2, #args do
-    local f = assert(io.open(args[i], "rb"))
-    bodies[#bodies + 1] = f:read("*a")
-    f:close()
-  end
-  counter = 0
-  headers = {["Authorization"] = "Bearer TOKEN", ["Content-Type"] = "text/event-stream"}
-end
-
-function request()
-  counter = counter + 1
-  local body = bodies[(counter % #bodies) + 1]
-  return wrk.format("POST", "/v1/streams?stream_id=" .. prefix .. counter .. "&tool=codex",
-                    headers, body)
-end
-
-function done(summary, latency, requests)
-  io.write(string.format("RESULT %d %d %d %d %d %d %d\n", summary.requests, summary.duration,
-    summary.errors.status, summary.errors.connect + summary.errors.read + summary.errors.write
-    + summary.errors.timeout, latency:percentile(50), latency:percentile(99), summary.bytes))
-end
-""".replace("TOKEN", TOKEN)
 
 
 class Server:
@@ -128,36 +95,10 @@ class Server:
         self._log.close()
 
 
-def wrk(
-    url: str, bodies: list[Path], *, seconds: float, connections: int, threads: int, script: Path, tag: str
-) -> dict:
-    command = [
-        "wrk",
-        f"-t{threads}",
-        f"-c{connections}",
-        f"-d{seconds:g}s",
-        "--timeout",
-        "10s",
-        "-s",
-        str(script),
-        url,
-        "--",
-        tag,
-        *map(str, bodies),
-    ]
-    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    match = re.search(r"^RESULT (\d+) (\d+) (\d+) (\d+) (\d+) (\d+) (\d+)$", out, re.M)
-    if not match:
-        raise SystemExit(f"wrk printed no result:\n{out}")
-    requests, micros, bad_status, socket_errors, p50, p99, _bytes = map(int, match.groups())
-    return {
-        "requests": requests,
-        "rps": requests / (micros / 1e6),
-        "p50_ms": p50 / 1000,
-        "p99_ms": p99 / 1000,
-        "non_2xx": bad_status,
-        "socket_errors": socket_errors,
-    }
+def wrk(url: str, bodies: list[Path], *, seconds: float, connections: int, threads: int, tag: str) -> dict:
+    """The benchmark's load: loadtests/wrk.py's posts, without counting statuses (wrk's cost
+    per post is part of what the rows report)."""
+    return post_streams(url, TOKEN, bodies, tag=tag, seconds=seconds, connections=connections, threads=threads)
 
 
 class Scratch:
@@ -229,7 +170,7 @@ def committed_rows(server: Server) -> int:
     return int(sum(float(v) for v in re.findall(r"^fastsse_streams_total\{[^}]*\} (\S+)$", text, re.M)))
 
 
-def run_load(server: Server, bodies: list[Path], args, script: Path, tag: str) -> dict:
+def run_load(server: Server, bodies: list[Path], args, tag: str) -> dict:
     """wrk's figures, and the CPU each post cost: the server's processes, PostgreSQL's, wrk
     itself, and the whole machine (they all share its cores)."""
     wrk(
@@ -238,7 +179,6 @@ def run_load(server: Server, bodies: list[Path], args, script: Path, tag: str) -
         seconds=args.warmup,
         connections=args.connections,
         threads=args.threads,
-        script=script,
         tag=tag + "w",
     )
     served = [server.process.pid, *server.worker_pids()]
@@ -250,7 +190,6 @@ def run_load(server: Server, bodies: list[Path], args, script: Path, tag: str) -
         seconds=args.seconds,
         connections=args.connections,
         threads=args.threads,
-        script=script,
         tag=tag,
     )
     postgres_after = postgres_cpu()
@@ -396,7 +335,7 @@ def _source_line(path: str, line: int) -> str:
     return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
-def profile(server: Server, bodies: list[Path], args, script: Path, scratch: Path) -> None:
+def profile(server: Server, bodies: list[Path], args, scratch: Path) -> None:
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(spy).exists():
         print("  (py-spy is not installed: pip install py-spy)")
@@ -431,7 +370,6 @@ def profile(server: Server, bodies: list[Path], args, script: Path, scratch: Pat
         seconds=args.seconds,
         connections=args.connections,
         threads=args.threads,
-        script=script,
         tag="profile",
     )
     _, errors = recorder.communicate(timeout=60)
@@ -551,14 +489,12 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench-service-") as tmp:
         root = Path(tmp)
-        script = root / "post.lua"
-        script.write_text(WRK_SCRIPT)
         bodies = {}
-        for dialect in DIALECTS:
+        for protocol in PROTOCOLS:
             for size in (2_000, 20_000, 200_000, args.size):
-                path = root / f"{dialect}-{size}.sse"
-                path.write_bytes(complete_stream(dialect, size, seed=size))
-                bodies[dialect, size] = path
+                path = root / f"{protocol}-{size}.sse"
+                path.write_bytes(complete_stream(protocol, size, seed=size))
+                bodies[protocol, size] = path
         main_body = [bodies["chat", args.size]]
         scratch = Scratch(args.admin_dsn, root)
         import fastsse
@@ -591,7 +527,7 @@ def main() -> None:
                         url = scratch.sqlite() if backend == "sqlite" else scratch.postgres()
                         server = start_service(url, workers, log)
                     try:
-                        result = run_load(server, main_body, args, script, key)
+                        result = run_load(server, main_body, args, key)
                         stored = committed_rows(server) if backend in ("sqlite", "postgres") else None
                     finally:
                         server.stop()
@@ -608,11 +544,11 @@ def main() -> None:
                 print("\n  by stream size, service on PostgreSQL, 2 workers (MB = 10^6 bytes of posted streams)")
                 print(f"  {'streams':<34} {'streams/s':>9} {'MB/s':>7} {'p50 ms':>7} {'p99 ms':>7}  {'errors':>6}")
                 loads = [(f"chat, {size // 1000} kB", [bodies["chat", size]]) for size in (2_000, 20_000, 200_000)]
-                loads.append(("4 dialects in turn, 20 kB", [bodies[d, 20_000] for d in DIALECTS]))
+                loads.append(("4 protocols in turn, 20 kB", [bodies[d, 20_000] for d in PROTOCOLS]))
                 for name, paths in loads:
                     server = start_service(scratch.postgres(), 2, root / "sizes.log")
                     try:
-                        result = run_load(server, paths, args, script, "size")
+                        result = run_load(server, paths, args, "size")
                     finally:
                         server.stop()
                     mean = sum(p.stat().st_size for p in paths) / len(paths)
@@ -627,7 +563,7 @@ def main() -> None:
                 print("\n  where the service's CPU goes: PostgreSQL, 1 worker, the same load")
                 server = start_service(scratch.postgres(), 1, root / "profile.log")
                 try:
-                    profile(server, main_body, args, script, root)
+                    profile(server, main_body, args, root)
                 finally:
                     server.stop()
         finally:

@@ -16,7 +16,8 @@ import os
 from importlib import metadata
 from typing import TYPE_CHECKING
 
-from ._limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, PROTOCOL_CHOICES
+from ._limits import AUTO, DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, UNKNOWN_PROTOCOL
+from ._protocols import PROTOCOLS
 from ._verdict import CATEGORIES, MESSAGES, RETRYABLE, TRANSPORTS, Verdict
 
 if TYPE_CHECKING:  # both twins have one API; the Python twin's is the one type checkers read
@@ -37,8 +38,6 @@ else:
     else:
         IMPLEMENTATION = "cython"
 
-PROTOCOLS = PROTOCOL_CHOICES
-
 try:
     # The one source of the version: the installed package's metadata (pyproject.toml).
     __version__ = metadata.version("fastsse")
@@ -46,6 +45,7 @@ except metadata.PackageNotFoundError:  # run from a checkout that was never inst
     __version__ = "0+unknown"
 
 __all__ = [
+    "AUTO",
     "CATEGORIES",
     "DEFAULT_MAX_EVENT_BYTES",
     "DEFAULT_MAX_LINE_BYTES",
@@ -54,6 +54,7 @@ __all__ = [
     "PROTOCOLS",
     "RETRYABLE",
     "TRANSPORTS",
+    "UNKNOWN_PROTOCOL",
     "Caches",
     "Scanner",
     "default_caches",

@@ -11,6 +11,7 @@ import json
 import sys
 
 from . import (
+    AUTO,
     DEFAULT_MAX_EVENT_BYTES,
     DEFAULT_MAX_LINE_BYTES,
     IMPLEMENTATION,
@@ -48,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print one JSON object per PATH, one per line, in order. '-' reads stdin.",
     )
     scan.add_argument("paths", nargs="+", metavar="PATH", help="captured stream file, or - for stdin")
-    scan.add_argument("--protocol", choices=PROTOCOLS, default="auto", help="dialect (default: auto)")
+    scan.add_argument(
+        "--protocol", choices=(AUTO, *PROTOCOLS), default=AUTO, help="the stream's protocol (default: recognize it)"
+    )
     scan.add_argument(
         "--transport",
         choices=TRANSPORTS,

@@ -37,7 +37,7 @@ or of shapes that never repeat), only one event in TEMPLATE_BACKOFF tries them o
 that reading events costs about what it would without them, and a hit now and then brings them
 back.
 
-Judgements.  Most streams end like one of the last few judged (the same dialect, finish reason
+Judgements.  Most streams end like one of the last few judged (the same protocol, finish reason
 and flags): a ``Judged`` key of C values finds that stream's answer without building the 17
 Python arguments of ``_verdict._judge``.
 
@@ -374,14 +374,14 @@ cdef inline Pos template_match(const Template* t, Record* rec, Pos event, Pos en
 # ---------------------------------------------------------------------------- judgements
 
 ctypedef struct Judged:  # the arguments of a _judge call, as C values (see Scanner.close)
-    int dialect, transport, limit, n_finishes
+    int protocol, transport, limit, n_finishes
     unsigned flags
     Str finishes[MEMO_FINISHES]
     Str error_code, blocked
 
 cdef inline bint judged_same(const Judged* a, const Judged* b) noexcept:
     cdef int i
-    if (a.dialect != b.dialect or a.transport != b.transport or a.limit != b.limit
+    if (a.protocol != b.protocol or a.transport != b.transport or a.limit != b.limit
             or a.flags != b.flags or a.n_finishes != b.n_finishes
             or not str_eq(&a.error_code, &b.error_code) or not str_eq(&a.blocked, &b.blocked)):
         return False

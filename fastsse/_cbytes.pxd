@@ -17,7 +17,7 @@ cdef extern from "_simd.h":
     void fastsse_prefetch(const unsigned char* p, Py_ssize_t n) noexcept nogil
 
 # Compile-time copies of the shared bounds; _scanner checks them against _limits and
-# _dialects at import.
+# _protocols at import.
 cdef enum:
     CAP = 64  # CAPTURE_BYTES
     MAX_DEPTH = 512  # MAX_JSON_DEPTH
@@ -102,7 +102,7 @@ cdef inline int array_reserve(void** items, int* capacity, int n, size_t item_si
     capacity[0] = grown
     return 0
 
-# An exact-match lookup of a byte string -> int over a handful of entries (a dialect's event
+# An exact-match lookup of a byte string -> int over a handful of entries (a protocol's event
 # names, a set of block types).  Defined in C so that a layer's static tables can be of it.
 cdef extern from *:
     """

@@ -2,7 +2,7 @@
 """The JSON automaton: strict RFC 8259 JSON, fed in pieces, recording what JSON_TREE names.
 
 One event's data, or one tool call's arguments fragment by fragment, is read byte by byte with
-its state kept in a ``Json`` between pieces.  With a ``Record`` it walks ``_dialects.JSON_TREE``
+its state kept in a ``Json`` between pieces.  With a ``Record`` it walks ``_protocols.JSON_TREE``
 (``_node_*`` below) and calls the record as it meets the fields the tree names; without one it
 only validates.  Most whole events are read by ``_json_fast`` instead, which makes the same
 record calls; this automaton judges everything else, malformed events included.  The Python
@@ -22,7 +22,7 @@ cdef extern from *:
     """
     #include <stdint.h>
     #define FASTSSE_MAX_INT (((int64_t)1) << 53)  /* integers below it are kept exactly */
-    /* _dialects.JSON_TREE in C: per node an action, an element node, a slice of one flat key
+    /* _protocols.JSON_TREE in C: per node an action, an element node, a slice of one flat key
        table, a bitmask of its keys' lengths, and an open-addressing hash of its keys. */
     static int *fastsse_node_action, *fastsse_node_element, *fastsse_node_first_key;
     static int *fastsse_node_n_keys, *fastsse_key_len, *fastsse_key_node;
@@ -66,14 +66,14 @@ cdef enum:
 cdef inline unsigned key_hash(const char* key, Py_ssize_t n) noexcept:  # n >= 1
     return (<unsigned>n * 7 + <unsigned char>key[0] * 3 + <unsigned char>key[n - 1]) & (KEY_SLOTS - 1)
 
-cdef inline int json_tables_init(object dialects, list keep) except -1:
-    """Fill the tables above from _dialects (at import); keep holds the key bytes."""
-    cdef int i, c, k = 0, n_nodes = len(dialects.JSON_TREE), n_keys = 0
+cdef inline int json_tables_init(object protocols, list keep) except -1:
+    """Fill the tables above from _protocols (at import); keep holds the key bytes."""
+    cdef int i, c, k = 0, n_nodes = len(protocols.JSON_TREE), n_keys = 0
     cdef bytes escapes = b'"\\/bfnrt', meanings = b'"\\/\b\f\n\r\t'  # after a backslash
     cdef unsigned h
     global _node_action, _node_element, _node_first_key, _node_n_keys, _key_text, _key_len
     global _key_node, _node_lengths, _key_slots, _node_linear
-    for _action, children, _element in dialects.JSON_TREE:
+    for _action, children, _element in protocols.JSON_TREE:
         n_keys += len(children)
     _node_action = <int*>PyMem_Malloc(n_nodes * sizeof(int))
     _node_element = <int*>PyMem_Malloc(n_nodes * sizeof(int))
@@ -89,7 +89,7 @@ cdef inline int json_tables_init(object dialects, list keep) except -1:
             or _node_n_keys == NULL or _key_text == NULL or _key_len == NULL or _key_node == NULL
             or _node_lengths == NULL or _key_slots == NULL or _node_linear == NULL):
         raise MemoryError()
-    for i, (action, children, element) in enumerate(dialects.JSON_TREE):
+    for i, (action, children, element) in enumerate(protocols.JSON_TREE):
         _node_action[i] = action
         _node_element[i] = element
         _node_first_key[i] = k
@@ -117,9 +117,9 @@ cdef inline int json_tables_init(object dialects, list keep) except -1:
             _key_slots[i * KEY_SLOTS + h] = k + 1
     memset(_full_capture, 0, sizeof(_full_capture))
     memset(_short_capture, 0, sizeof(_short_capture))
-    for action in dialects.FULL_CAPTURE_ACTIONS:
+    for action in protocols.FULL_CAPTURE_ACTIONS:
         _full_capture[action] = True
-    for action in dialects.SHORT_CAPTURE_ACTIONS:
+    for action in protocols.SHORT_CAPTURE_ACTIONS:
         _short_capture[action] = True
     memset(_string_stop, 0, 256)
     memset(_is_ws, 0, 256)

@@ -34,14 +34,14 @@ cdef extern from *:
     """
     static int fastsse_template_may_keep[64];
     """
-    # Per action: _dialects.TEMPLATE_MAY_KEEP, the string values that name things and are never
+    # Per action: _protocols.TEMPLATE_MAY_KEEP, the string values that name things and are never
     # payload.  Any other value that is not a hole makes the event opaque: it may not become a
     # template (see _caches).
     bint _template_may_keep "fastsse_template_may_keep" [64]
 
-cdef inline int json_fast_tables_init(object dialects) except -1:
+cdef inline int json_fast_tables_init(object protocols) except -1:
     memset(_template_may_keep, 0, sizeof(_template_may_keep))
-    for action in dialects.TEMPLATE_MAY_KEEP:
+    for action in protocols.TEMPLATE_MAY_KEEP:
         _template_may_keep[action] = True
     return 0
 

@@ -1,7 +1,7 @@
 """The JSON automaton: strict RFC 8259 JSON, fed in pieces, recording what JSON_TREE names.
 
 One event's data, or one tool call's arguments fragment by fragment, is read byte by byte with
-its state kept between pieces.  With a record it walks ``_dialects.JSON_TREE`` and calls the
+its state kept between pieces.  With a record it walks ``_protocols.JSON_TREE`` and calls the
 ``EventRecord`` (``_record_py``) as it meets the fields the tree names; without one it only
 validates.  The compiled twin's ``_json.pxd`` is the same automaton (and ``_json_fast.pxd``
 reads most whole events in one pass, with the same record calls).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from . import _dialects as d
+from . import _protocols as d
 from ._limits import MAX_JSON_DEPTH
 from ._record_py import V_FALSE, V_NULL, V_NUMBER, V_STRING, V_TRUE, EventRecord
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._dialects import PROTOCOLS
+from ._protocols import PROTOCOLS
 from ._verdict import TRANSPORTS
 
 # The largest legitimate event is Responses' terminal event, which repeats the whole answer
@@ -20,7 +20,9 @@ MAX_TOOL_CALLS = 1024
 # Deeper JSON nesting than this is treated as malformed (no provider nests past ~20).
 MAX_JSON_DEPTH = 512
 
-PROTOCOL_CHOICES = ("auto",) + PROTOCOLS
+AUTO = "auto"  # a scanner's protocol when it is to recognize the stream's own
+UNKNOWN_PROTOCOL = "unknown"  # a verdict's protocol when no event named one
+PROTOCOL_CHOICES = (AUTO,) + PROTOCOLS
 
 
 def check_options(protocol: str, max_event_bytes: int, max_line_bytes: int) -> None:

@@ -1,9 +1,9 @@
 # cython: language_level=3
-"""The event record: what one event's JSON says that the dialect rules read.
+"""The event record: what one event's JSON says that the protocol rules read.
 
 The JSON readers (``_json``'s automaton, ``_json_fast``'s whole-event reader) walk
-``_dialects.JSON_TREE`` and call ``record_begin``, ``record_end`` and ``record_scalar`` as they
-meet the fields it names; the scanner's dialect code then reads the ``Record``.  The Python
+``_protocols.JSON_TREE`` and call ``record_begin``, ``record_end`` and ``record_scalar`` as they
+meet the fields it names; the scanner's protocol code then reads the ``Record``.  The Python
 twin's ``_record_py`` holds the same rules.  Declarations and ``cdef inline`` functions only.
 """
 
@@ -17,7 +17,7 @@ cdef enum:
     MAX_HOLES = 16  # values a replayed event may vary (see _caches)
     LEGACY_CALL_INDEX = -2
 
-# The actions of _dialects.JSON_TREE's nodes (checked against _dialects at import).
+# The actions of _protocols.JSON_TREE's nodes (checked against _protocols at import).
 cdef enum Action:
     A_TYPE = 1
     A_OBJECT = 2
@@ -77,7 +77,7 @@ cdef enum:  # HoleRole: what a replayed event's string value counts (A_TEXT.. in
     H_NUMBER = 5  # a number no rule reads: any valid JSON number
     N_ROLES = 6
 
-# The record's own tables, filled from _dialects at import (record_tables_init).
+# The record's own tables, filled from _protocols at import (record_tables_init).
 cdef extern from *:
     """
     static FastsseStrTable fastsse_reasoning_parts, fastsse_native_rank;
@@ -87,11 +87,11 @@ cdef extern from *:
     StrTable _native_rank "fastsse_native_rank"  # NATIVE_FINISH_RANK
     int _unknown_rank "fastsse_unknown_rank"  # the rank of a finish reason it does not list
 
-cdef inline int record_tables_init(object dialects, list keep) except -1:
+cdef inline int record_tables_init(object protocols, list keep) except -1:
     global _unknown_rank
-    strtable_fill(&_reasoning_parts, {k: 1 for k in dialects.REASONING_PART_TYPES}, keep)
-    strtable_fill(&_native_rank, dict(dialects.NATIVE_FINISH_RANK), keep)
-    _unknown_rank = dialects.OUTCOME_RANK[dialects.UNKNOWN_FINISH[1]]
+    strtable_fill(&_reasoning_parts, {k: 1 for k in protocols.REASONING_PART_TYPES}, keep)
+    strtable_fill(&_native_rank, dict(protocols.NATIVE_FINISH_RANK), keep)
+    _unknown_rank = protocols.OUTCOME_RANK[protocols.UNKNOWN_FINISH[1]]
     return 0
 
 ctypedef struct Choice:

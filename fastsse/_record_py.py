@@ -1,7 +1,7 @@
-"""The event record: what one event's JSON says that the dialect rules read.
+"""The event record: what one event's JSON says that the protocol rules read.
 
-The JSON automaton (``_json_py``) walks ``_dialects.JSON_TREE`` and calls ``EventRecord.begin``,
-``end`` and ``scalar`` as it meets the fields the tree names; the scanner's dialect rules then
+The JSON automaton (``_json_py``) walks ``_protocols.JSON_TREE`` and calls ``EventRecord.begin``,
+``end`` and ``scalar`` as it meets the fields the tree names; the scanner's protocol rules then
 read the record.  What each action does is a table, one per kind of value (``_ON_STRING``,
 ``_ON_NUMBER``, ``_ON_TRUE``), so that a new field adds a row.  The compiled twin's
 ``_record.pxd`` holds the same rules.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import _dialects as d
+from . import _protocols as d
 from ._limits import MAX_CHOICES, MAX_TOOL_CALLS
 
 # The kinds of scalar value the automaton reports.

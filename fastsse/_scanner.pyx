@@ -5,18 +5,18 @@ Open one file at a time, in the order bytes travel:
 
 - ``_framing.pxd``: bytes -> lines -> events (the Python twin's ``_framing_py``);
 - ``_json.pxd``: the JSON automaton, which validates an event and records what
-  ``_dialects.JSON_TREE`` names into the ``Record`` of ``_record.pxd`` (``_json_py``,
+  ``_protocols.JSON_TREE`` names into the ``Record`` of ``_record.pxd`` (``_json_py``,
   ``_record_py``); ``_json_fast.pxd`` reads most whole events in one pass instead, with the same
   record calls (no twin: the twin's automaton is what it must agree with);
 - ``_caches.pxd``: the caches of repeated events, replay, templates and judgements (the twin's
   ``_caches_py`` keeps nothing: the caches only skip work whose answer is known);
-- this file: the ``Scanner``, which drives the layers, and the dialect rules that turn each
+- this file: the ``Scanner``, which drives the layers, and the protocol rules that turn each
   event's record into the stream's evidence; and ``Caches``, the object that holds what
   scanners share.
 
 ``.pxd`` files hold declarations and ``cdef inline`` functions: they compile into this one
 module.  The hot loop touches no Python object: lines are found with memchr, an event's JSON is
-read in C, and the tables of ``_dialects`` are copied into C arrays at import.  Nothing here
+read in C, and the tables of ``_protocols`` are copied into C arrays at import.  Nothing here
 decides a category: ``close()`` hands what it saw to ``_verdict._judge``, as ``decide`` does.
 """
 
@@ -44,7 +44,7 @@ from ._json cimport (S_ERROR, Json, json_done, json_feed, json_finish, json_fini
 from ._json_fast cimport json_fast_tables_init, json_whole
 from ._record cimport *  # the event record, its actions (all checked below) and hole roles
 
-from . import _dialects as d
+from . import _protocols as d
 from . import _limits
 from ._limits import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, check_options, check_transport
 import inspect as _inspect
@@ -60,7 +60,7 @@ _object_new = object.__new__
 cdef enum:
     PREFETCH_AHEAD = 2048  # how far ahead of the reading the chunk is asked into the cache
 
-cdef enum Kind:  # what a Responses or Anthropic event is, by its name (_dialects.EVENT_KINDS)
+cdef enum Kind:  # what a Responses or Anthropic event is, by its name (_protocols.EVENT_KINDS)
     K_OTHER = 0
     K_TEXT_DELTA = 1
     K_REFUSAL_DELTA = 2
@@ -77,16 +77,16 @@ cdef enum Kind:  # what a Responses or Anthropic event is, by its name (_dialect
     K_MESSAGE_STOP = 13
     K_START = 14
 
-cdef enum Dialect:
+cdef enum Protocol:
     D_NONE = 0
     D_CHAT = 1
     D_RESPONSES = 2
     D_ANTHROPIC = 3
     D_GEMINI = 4
 
-cdef dict _DIALECT_CODES = {None: D_NONE, "chat": D_CHAT, "responses": D_RESPONSES,
+cdef dict _PROTOCOL_CODES = {None: D_NONE, "chat": D_CHAT, "responses": D_RESPONSES,
                             "anthropic": D_ANTHROPIC, "gemini": D_GEMINI}
-cdef tuple _DIALECT_NAMES = ("unknown", "chat", "responses", "anthropic", "gemini")
+cdef tuple _PROTOCOL_NAMES = (_limits.UNKNOWN_PROTOCOL, "chat", "responses", "anthropic", "gemini")
 
 # ============================================================================ checks at import
 
@@ -271,7 +271,7 @@ cdef class Scanner:
     cdef readonly Py_ssize_t max_event_bytes
     cdef readonly Py_ssize_t max_line_bytes
     cdef readonly Caches caches
-    cdef int dialect
+    cdef int detected  # the protocol, once an event has named one (D_NONE before)
     cdef bint closed
     cdef object limit  # None or the name of the bound passed
     # evidence
@@ -285,7 +285,7 @@ cdef class Scanner:
     cdef Json js
     cdef int* nodes
     cdef Record rec
-    # dialect state
+    # protocol state
     cdef Finish* finishes
     cdef int n_finishes, cap_finishes
     cdef ToolCall* tools
@@ -317,7 +317,7 @@ cdef class Scanner:
         self.max_line_bytes = max_line_bytes
         self.caches = _default_caches if caches is None else caches
         self.templates = self.caches.templates
-        self.dialect = _DIALECT_CODES[None if protocol == "auto" else protocol]
+        self.detected = _PROTOCOL_CODES[None if protocol == _limits.AUTO else protocol]
         self.fr.at_start = True
         self.error_code.len = self.model.len = self.blocked.len = -1
         self.last_seq = -1
@@ -325,7 +325,7 @@ cdef class Scanner:
         record_reset(&self.rec)
 
     def __dealloc__(self):
-        self._free_dialect_state()
+        self._free_protocol_state()
         buf_free(&self.fr.line)
         buf_free(&self.fr.data)
         buf_free(&self.fr.event_type)
@@ -346,7 +346,7 @@ cdef class Scanner:
                 raise MemoryError()
         return self.nodes
 
-    cdef void _free_dialect_state(self) noexcept:
+    cdef void _free_protocol_state(self) noexcept:
         cdef int i
         for i in range(self.n_tools):
             PyMem_Free(self.tools[i].json)
@@ -486,7 +486,7 @@ cdef class Scanner:
         buf_free(&self.rec.captured)
         buf_free(&self.memo.event)
         self.fr.bare_active = False
-        self._free_dialect_state()
+        self._free_protocol_state()
 
     cdef int _process_line(self, Pos line, Py_ssize_t n) except -1:
         cdef Py_ssize_t value_off
@@ -563,9 +563,9 @@ cdef class Scanner:
         if n == 0:  # "data:" alone: a keep-alive, nothing to judge
             return 0
         if n == PyBytes_GET_SIZE(_done) and memcmp(data, PyBytes_AS_STRING(_done), n) == 0:
-            if self.dialect == D_NONE:
-                self.dialect = D_CHAT
-            if self.dialect == D_CHAT:
+            if self.detected == D_NONE:
+                self.detected = D_CHAT
+            if self.detected == D_CHAT:
                 self.end_marker = True
             return 0
         record_reset(&self.rec)
@@ -595,7 +595,7 @@ cdef class Scanner:
         while True:
             if self.memo.event.len:
                 pos = self._replay(p, pos, n)
-            if self.dialect != D_CHAT or pos >= n:
+            if self.detected != D_CHAT or pos >= n:
                 return pos
             start = pos
             pos = self._from_template(p, pos, n)
@@ -607,7 +607,7 @@ cdef class Scanner:
         """Would the event just interpreted, seen again, change nothing but its counters?"""
         cdef Record* r = &self.rec
         cdef int i
-        if (self.dialect != D_CHAT or self.limit is not None or r.error or r.too_many
+        if (self.detected != D_CHAT or self.limit is not None or r.error or r.too_many
                 or r.n_tools > 1 or r.out_of_memory):
             return False
         # One tool call fragment without an id continues the call it names: seen again, it
@@ -694,7 +694,7 @@ cdef class Scanner:
         """Can the event just interpreted be repeated from a template (see _caches.pxd)?"""
         cdef Record* r = &self.rec
         cdef int i
-        if (self.dialect != D_CHAT or self.limit is not None or r.error or r.too_many
+        if (self.detected != D_CHAT or self.limit is not None or r.error or r.too_many
                 or r.opaque or r.out_of_memory or r.n_tools or r.n_choices > TEMPLATE_CHOICES):
             return False
         for i in range(r.n_choices):
@@ -753,7 +753,7 @@ cdef class Scanner:
             templates_paid(tt, False)
         return pos
 
-    # ------------------------------------------------------------------ dialect rules
+    # ------------------------------------------------------------------ protocol rules
     cdef int _interpret(self, Pos etype, Py_ssize_t etype_len) except -1:
         cdef Record* r = &self.rec
         cdef const char* name
@@ -771,14 +771,14 @@ cdef class Scanner:
         else:
             name = <const char*>etype
             name_len = etype_len
-        if self.dialect == D_NONE:
-            self.dialect = self._detect(name, name_len)
+        if self.detected == D_NONE:
+            self.detected = self._detect(name, name_len)
         self._note_model(&r.model)
-        if self.dialect == D_CHAT or self.dialect == D_GEMINI:
+        if self.detected == D_CHAT or self.detected == D_GEMINI:
             self._choices()
-        elif self.dialect == D_RESPONSES:
+        elif self.detected == D_RESPONSES:
             self._responses(strtable_get(&_responses_kinds, name, name_len))
-        elif self.dialect == D_ANTHROPIC:
+        elif self.detected == D_ANTHROPIC:
             self._anthropic(strtable_get(&_anthropic_kinds, name, name_len))
         return 0
 
@@ -800,10 +800,10 @@ cdef class Scanner:
         for prefix, protocol in _detect_prefixes:
             if (name_len >= PyBytes_GET_SIZE(prefix)
                     and memcmp(name, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix)) == 0):
-                return _DIALECT_CODES[protocol]
+                return _PROTOCOL_CODES[protocol]
         found = strtable_get(&_detect_types, name, name_len)
         if found >= 0:
-            return _DIALECT_CODES[_detect_type_protocols[found]]
+            return _PROTOCOL_CODES[_detect_type_protocols[found]]
         if self.rec.has_choices or (
                 self.rec.object.len == PyBytes_GET_SIZE(_chat_object)
                 and memcmp(self.rec.object.s, PyBytes_AS_STRING(_chat_object),
@@ -878,7 +878,7 @@ cdef class Scanner:
                 self._tool_fragment(index, &r.tools[k])
                 if self.limit is not None:
                     return 0
-        if self.dialect == D_GEMINI:
+        if self.detected == D_GEMINI:
             # No end marker exists: the last chunk must close every candidate it carries.
             if r.block_reason.len >= 0:
                 self.blocked = r.block_reason
@@ -1047,14 +1047,14 @@ cdef class Scanner:
     # ------------------------------------------------------------------ the end
     cdef object _judgement(self, str transport, Py_ssize_t residual, int n_finishes):
         """_judge's answer for this stream, whose first n_finishes finish reasons count.  Most
-        streams end like one of the last few judged (the same dialect, finish reason and
+        streams end like one of the last few judged (the same protocol, finish reason and
         flags): then the answer is that stream's (Caches.judgement), found by comparing C
         values instead of hashing a tuple of 17 Python objects."""
         cdef Judged k  # every field is set; the finish reasons up to n_finishes
         cdef int i
         cdef tuple finishes
         cdef bint memo = n_finishes <= MEMO_FINISHES
-        k.dialect = self.dialect
+        k.protocol = self.detected
         k.transport = 0
         while _TRANSPORT_CODES[k.transport] != transport:  # close() checked that it is one
             k.transport += 1
@@ -1078,7 +1078,7 @@ cdef class Scanner:
             Py_INCREF(raw)
             PyTuple_SET_ITEM(finishes, i, raw)
         head = (_judge_cached if memo else _judge)(
-            _DIALECT_NAMES[self.dialect], transport, self.limit, self.errors > 0,
+            _PROTOCOL_NAMES[self.detected], transport, self.limit, self.errors > 0,
             str_bytes(&self.error_code), self.end_marker, self.events == 0, residual > 0,
             self.malformed > 0, self.sequence_gap, finishes, str_bytes(&self.blocked),
             self.text > 0, self.reasoning > 0, self.refusal > 0, self.tool_calls > 0,
@@ -1110,7 +1110,7 @@ cdef class Scanner:
             for i in range(self.n_blocks):
                 self._check_args(self.blocks[i].json)
             n_finishes = self.n_finishes
-        self._free_dialect_state()
+        self._free_protocol_state()
         # decide() for the Evidence this scanner holds, without building it: the judgement
         # (the same as the last stream's, or _judge's, cached), then the counters.
         head = self._judgement(transport, residual, n_finishes)

@@ -4,10 +4,10 @@ Open one file at a time, in the order bytes travel:
 
 1. ``_framing_py``: bytes -> lines -> events, by the WHATWG event-stream rules;
 2. ``_json_py``: one strict, incremental JSON automaton that validates an event and, walking
-   ``_dialects.JSON_TREE``, records the fields that matter into an ``EventRecord``
+   ``_protocols.JSON_TREE``, records the fields that matter into an ``EventRecord``
    (``_record_py``); the same automaton without the tree validates tool-call arguments
    fragment by fragment;
-3. this file: the ``Scanner``, which drives the layers, and the dialect rules that turn each
+3. this file: the ``Scanner``, which drives the layers, and the protocol rules that turn each
    event's record into the stream's evidence (``Scanner._interpret``).
 
 ``close()`` hands the evidence to ``_verdict.decide``.  The compiled twin implements the same
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import _dialects as d
+from . import _protocols as d
 from ._caches_py import Caches, default_caches
 from ._framing_py import (
     COLON,
@@ -39,6 +39,7 @@ from ._limits import (
     DEFAULT_MAX_LINE_BYTES,
     MAX_CHOICES,
     MAX_TOOL_CALLS,
+    UNKNOWN_PROTOCOL,
     check_options,
     check_transport,
 )
@@ -97,7 +98,7 @@ def _terminal_reason(kind: int, record: EventRecord):
 
 
 def detect_protocol(record: EventRecord, event_type: bytes) -> str | None:
-    """The dialect an event names, if it names one."""
+    """The protocol an event names, if it names one."""
     name = record.type if record.type is not None else event_type
     for prefix, protocol in _DETECT_PREFIXES:
         if name.startswith(prefix):
@@ -133,12 +134,12 @@ class Scanner:
         self.max_event_bytes = max_event_bytes
         self.max_line_bytes = max_line_bytes
         self.caches = default_caches if caches is None else caches
-        self._dialect = None if protocol == "auto" else protocol
+        self._detected = None if protocol == "auto" else protocol
         self._closed = False
         self._ev = Evidence()
         self._fr = Framing()
         self._bare: JsonScanner | None = None  # reading a bare JSON object (Gemini's errors)
-        # dialect state
+        # protocol state
         self._finishes: dict[int, bytes | None] = {}  # choice index -> raw finish reason
         self._tools: dict[tuple[int, int], _ToolCall] = {}  # chat: (choice, tool index) -> call
         self._blocks: dict[int, JsonScanner] = {}  # anthropic: block index -> a tool's input
@@ -282,9 +283,9 @@ class Scanner:
         if not data:  # "data:" alone: a keep-alive, nothing to judge
             return
         if data == d.DONE_SENTINEL:
-            if self._dialect is None:
-                self._dialect = "chat"
-            if self._dialect == "chat":
+            if self._detected is None:
+                self._detected = "chat"
+            if self._detected == "chat":
                 ev.end_marker = True
             return
         record = analyze_json(data)
@@ -293,24 +294,24 @@ class Scanner:
             return
         self._interpret(record, event_type)
 
-    # ------------------------------------------------------------------ dialect rules
+    # ------------------------------------------------------------------ protocol rules
     def _interpret(self, record: EventRecord, event_type: bytes) -> None:
         if record.too_many is not None:
             self._exceed(record.too_many)
             return
         if record.error:
             self._note_error(record)
-        if self._dialect is None:
-            self._dialect = detect_protocol(record, event_type)
+        if self._detected is None:
+            self._detected = detect_protocol(record, event_type)
         self._note_model(record.model)
-        dialect = self._dialect
-        if dialect == "chat" or dialect == "gemini":
+        protocol = self._detected
+        if protocol == "chat" or protocol == "gemini":
             self._choices(record)
-        elif dialect in _EVENT_RULES:  # responses, anthropic: what the event is, by its name
-            kind = _KINDS[dialect].get(record.type if record.type is not None else event_type, d.K_OTHER)
-            if dialect == "responses":
+        elif protocol in _EVENT_RULES:  # responses, anthropic: what the event is, by its name
+            kind = _KINDS[protocol].get(record.type if record.type is not None else event_type, d.K_OTHER)
+            if protocol == "responses":
                 self._sequence(record)
-            rule = _EVENT_RULES[dialect].get(kind)
+            rule = _EVENT_RULES[protocol].get(kind)
             if rule is not None:
                 rule(self, record, kind)
 
@@ -367,7 +368,7 @@ class Scanner:
                 self._tool_fragment(index, fragment)
                 if ev.limit is not None:
                     return
-        if self._dialect == "gemini":
+        if self._detected == "gemini":
             # No end marker exists: the last chunk must close every candidate it carries.
             if record.block_reason is not None:
                 ev.blocked = record.block_reason
@@ -484,11 +485,11 @@ class Scanner:
             for scanner in self._blocks.values():
                 self._check_args(scanner)
             ev.finishes = list(self._finishes.items())
-        ev.protocol = self._dialect or "unknown"
+        ev.protocol = self._detected or UNKNOWN_PROTOCOL
         return decide(ev, transport)
 
 
-# What a Responses or Anthropic event does, by its kind (_dialects.EVENT_KINDS); kinds without
+# What a Responses or Anthropic event does, by its kind (_protocols.EVENT_KINDS); kinds without
 # a rule change nothing.
 _EventRule = Callable[[Scanner, EventRecord, int], None]
 _EVENT_RULES: dict[str, dict[int, _EventRule]] = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 
-from . import _dialects as d
+from . import _protocols as d
 
 LIMIT_EXCEEDED = "limit_exceeded"
 TRANSPORT_ERROR = "transport_error"
@@ -109,7 +109,7 @@ def _sanitize(raw: bytes, limit: int) -> str | None:
     return raw.translate(None, _IDENTIFIER_JUNK)[:limit].decode("ascii") or None
 
 
-# The finish reasons the dialects know are clean already: most streams end with one of them.
+# The finish reasons the protocols know are clean already: most streams end with one of them.
 _KNOWN_IDENTIFIERS = {name.encode("ascii"): name for table in d.FINISH_REASONS.values() for name in table}
 assert all(_sanitize(raw, MAX_IDENTIFIER_CHARS) == name for raw, name in _KNOWN_IDENTIFIERS.items())
 

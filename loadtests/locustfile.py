@@ -3,11 +3,11 @@
     python -m loadtests.load --duration 60 --users 24          # starts a service, writes a report
     locust -f loadtests/locustfile.py --host http://127.0.0.1:8000 --ingest-token SECRET
 
-Each simulated gateway posts captured streams: the four dialects mixed, sizes from a few KB to
+Each simulated gateway posts captured streams: the four protocols mixed, sizes from a few KB to
 a few hundred KB (most small, a long tail, as coding agents' answers are), a configurable fault
 mix, many tools, retry chains (a retryable failure is followed by the next attempt of the same
 request_id), and some duplicate posts (a gateway retrying a post whose answer it lost).  The
-bytes are the mock provider's generator's (``streams.wire``): the providers' real dialects.
+bytes are the mock provider's generator's (``loadtests/wire.py``): the providers' real protocols.
 
 Every answer is checked: a new stream must come back 201 with the category its fault must
 give, a duplicate 200 with the same verdict.  A 503 or 429 is retried after its Retry-After
@@ -27,7 +27,7 @@ from functools import cache
 
 from locust import FastHttpUser, between, events, task
 
-from loadtests.streams import DIALECTS, EXPECTED_CATEGORY, F2C_DIALECTS, answer_text, wire
+from loadtests.wire import EXPECTED_CATEGORY, F2C_PROTOCOLS, PROTOCOLS, answer_text, wire
 
 # (size in bytes, share): most answers are small, a few are long.
 SIZES = ((2_000, 0.30), (8_000, 0.30), (30_000, 0.22), (100_000, 0.13), (300_000, 0.05))
@@ -47,7 +47,7 @@ TOOLS = (
     "windsurf",
 )
 RETRIED = {"F1", "F2", "F3", "error", "reset"}  # what a gateway's client retries
-VARIANTS = 4  # bodies per (dialect, fault, size): different seeds, so posts differ
+VARIANTS = 4  # bodies per (protocol, fault, size): different seeds, so posts differ
 
 
 @events.init_command_line_parser.add_listener
@@ -92,11 +92,11 @@ def parse_mix(text: str) -> tuple[list[str], list[float]]:
 
 
 @cache
-def body(dialect: str, fault: str, size: int, variant: int) -> bytes:
+def body(protocol: str, fault: str, size: int, variant: int) -> bytes:
     """A stream of about ``size`` bytes with this fault (built once per process)."""
-    per_sentence = len(wire(dialect, text=answer_text(4)).body) / 4
+    per_sentence = len(wire(protocol, text=answer_text(4)).body) / 4
     sentences = max(1, round(size / per_sentence))
-    return wire(dialect, fault, text=answer_text(sentences), seed=variant).body
+    return wire(protocol, fault, text=answer_text(sentences), seed=variant).body
 
 
 class Gateway(FastHttpUser):
@@ -120,24 +120,24 @@ class Gateway(FastHttpUser):
     @task
     def post_one_request(self) -> None:
         """A request as a client made it: its first attempt, then its retries if it failed."""
-        dialect = self.random.choice(DIALECTS)
+        protocol = self.random.choice(PROTOCOLS)
         tool = self.random.choice(TOOLS)
         size = self.random.choices([s for s, _ in SIZES], [w for _, w in SIZES])[0]
         fault = self.random.choices(self.faults, self.fault_weights)[0]
-        if fault == "F2C" and dialect not in F2C_DIALECTS:
+        if fault == "F2C" and protocol not in F2C_PROTOCOLS:
             fault = "F2"
         request_id = f"{self.gateway}-{next(self.counter)}"
         for attempt in (1, 2, 3):
-            self.post(dialect, fault, size, tool, request_id, attempt)
+            self.post(protocol, fault, size, tool, request_id, attempt)
             if fault not in RETRIED:
                 break
             fault = "F0" if self.random.random() < 0.8 else fault  # most retries succeed
 
-    def post(self, dialect: str, fault: str, size: int, tool: str, request_id: str, attempt: int) -> None:
-        data = body(dialect, fault, size, self.random.randrange(VARIANTS))
+    def post(self, protocol: str, fault: str, size: int, tool: str, request_id: str, attempt: int) -> None:
+        data = body(protocol, fault, size, self.random.randrange(VARIANTS))
         params = {
             "stream_id": f"{request_id}-{attempt}",
-            "protocol": dialect,
+            "protocol": protocol,
             "tool": tool,
             "request_id": request_id,
             "attempt": str(attempt),
@@ -146,7 +146,7 @@ class Gateway(FastHttpUser):
         }
         expected = "transport_error" if fault == "reset" else EXPECTED_CATEGORY[fault]
         query = "&".join(f"{k}={v}" for k, v in params.items())
-        first = self.send(query, data, expected, (201,), f"POST /v1/streams [{dialect}]")
+        first = self.send(query, data, expected, (201,), f"POST /v1/streams [{protocol}]")
         if first is not None:
             _acknowledged(self.ack_log, params["stream_id"])
         if first is not None and self.random.random() < self.duplicate_share:

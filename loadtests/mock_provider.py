@@ -1,4 +1,4 @@
-"""A fault-injecting mock LLM provider that speaks the four streaming dialects byte for byte.
+"""A fault-injecting mock LLM provider that speaks the four streaming protocols byte for byte.
 
     python -m loadtests.mock_provider --port 9100            # on 127.0.0.1
     python -m loadtests.mock_provider --port 9100 --log requests.jsonl --sentences 20
@@ -13,13 +13,15 @@ The fault is chosen by a path prefix, since every client lets you set a base URL
 client lets you add a header: base URL ``http://127.0.0.1:9100/F4/v1`` injects F4 into every
 answer; ``/F1-once/v1`` only into the first answer on that prefix (its retries and every later
 request get a healthy one), and ``/F1-once.run7/v1`` is another prefix with a "once" of its own.
-The faults are loadtests.streams.FAULTS; without a prefix, F0.  A whole answer (a client's
+The faults are loadtests.wire.FAULTS; without a prefix, F0.  A whole answer (a client's
 fallback after a broken stream) carries only what a model can say in one: F4 and F5; the
 transport faults belong to streams.
 
 Every request is logged as one JSON line (``--log``, else stderr): what was asked, which fault
 applied, the bytes actually written, and whether the terminal event went on the wire.  That is
-the proof that a fault reached the client.
+the proof that a fault reached the client.  The line is written once the answer's body is out
+and before its ending (the last chunk, a reset, a stall), so a client that saw the answer end
+always finds it.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
 
-from .streams import DEFAULT_MODELS, F2C_DIALECTS, FAULTS, answer_text, reasoning_text, wire
+from .wire import DEFAULT_MODELS, F2C_PROTOCOLS, FAULTS, answer_text, reasoning_text, wire
 
 MAX_HEADER_BYTES = 64 * 1024
 MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -251,8 +253,8 @@ class MockProvider:
             await connection.whole(200, json.dumps({"object": "list", "data": models}).encode())
             self.log({**entry, "status": 200, "kind": "models"})
             return True
-        dialect, model, streamed, body = self.route(request, path)
-        if dialect is None:
+        protocol, model, streamed, body = self.route(request, path)
+        if protocol is None:
             await connection.whole(
                 404,
                 json.dumps(
@@ -261,8 +263,8 @@ class MockProvider:
             )
             self.log({**entry, "status": 404, "kind": "unknown"})
             return True
-        if dialect in ("count_tokens", "gemini_count"):
-            counted = {"input_tokens": 12} if dialect == "count_tokens" else {"totalTokens": 12}
+        if protocol in ("count_tokens", "gemini_count"):
+            counted = {"input_tokens": 12} if protocol == "count_tokens" else {"totalTokens": 12}
             await connection.whole(200, json.dumps(counted).encode())
             self.log({**entry, "status": 200, "kind": "count_tokens"})
             return True
@@ -276,12 +278,12 @@ class MockProvider:
                 self.settings.onces.add(once)
         if not streamed and applied not in ("F4", "F5"):
             applied = "F0"
-        if applied == "F2C" and dialect not in F2C_DIALECTS:
+        if applied == "F2C" and protocol not in F2C_PROTOCOLS:
             applied = "F2"
-        entry.update(dialect=dialect, model=model, stream=streamed, applied=applied, once=bool(once))
+        entry.update(protocol=protocol, model=model, stream=streamed, applied=applied, once=bool(once))
         if not streamed:
-            answer = self.whole_answer(dialect, applied, model, body)
-            await connection.whole(200, answer)
+            answer = self.whole_answer(protocol, applied, model, body)
+            # Logged before it goes out, so that a client that has read the answer finds it.
             self.log(
                 {
                     **entry,
@@ -292,14 +294,15 @@ class MockProvider:
                     "ending": "close",
                 }
             )
+            await connection.whole(200, answer)
             return True
         sent = wire(
-            dialect,
+            protocol,
             applied,
             text=self.settings.text,
             reasoning=self.settings.reasoning if applied != "F0" else "",
             model=model,
-            usage=self.wants_usage(dialect, body),
+            usage=self.wants_usage(protocol, body),
             seed=int(entry["at"] * 1000) % (1 << 30),
         )
         await connection.head(
@@ -315,14 +318,9 @@ class MockProvider:
             await connection.chunk(piece)
             if self.settings.delay_seconds:
                 await asyncio.sleep(self.settings.delay_seconds)
-        clean = True
-        if sent.ending == "reset":
-            await connection.reset()
-            clean = False
-        else:
-            if sent.ending == "stall":
-                await asyncio.sleep(self.settings.stall_seconds)
-            await connection.end_chunks()
+        # Every byte of the body is out: the entry is logged now, before the ending (the last
+        # chunk, the reset or the stall), so that a client that has seen the whole answer end
+        # can read it, and nobody reads the log before it is written.
         self.log(
             {
                 **entry,
@@ -336,11 +334,17 @@ class MockProvider:
                 "text_chars": sent.text_chars,
             }
         )
-        return clean
+        if sent.ending == "reset":
+            await connection.reset()
+            return False
+        if sent.ending == "stall":
+            await asyncio.sleep(self.settings.stall_seconds)
+        await connection.end_chunks()
+        return True
 
     @staticmethod
     def route(request: Request, path: str):
-        """(dialect, model, streamed, body) of a generation request; dialect None if unknown."""
+        """(protocol, model, streamed, body) of a generation request; protocol None if unknown."""
         if request.method != "POST":
             return None, None, False, {}
         path = path.rstrip("/")
@@ -351,7 +355,7 @@ class MockProvider:
                 return "gemini_count", None, False, body
             streamed = gemini["method"] == "streamGenerateContent"
             return "gemini", gemini["model"], streamed, body
-        for suffix, dialect in (
+        for suffix, protocol in (
             ("/chat/completions", "chat"),
             ("/responses", "responses"),
             ("/messages/count_tokens", "count_tokens"),
@@ -359,24 +363,24 @@ class MockProvider:
         ):
             if path.endswith(suffix):
                 body = request.json()
-                model = str(body.get("model") or DEFAULT_MODELS.get(dialect, "mock"))
-                return dialect, model, bool(body.get("stream")), body
+                model = str(body.get("model") or DEFAULT_MODELS.get(protocol, "mock"))
+                return protocol, model, bool(body.get("stream")), body
         return None, None, False, {}
 
     @staticmethod
-    def wants_usage(dialect: str, body: dict) -> bool:
-        if dialect != "chat":
+    def wants_usage(protocol: str, body: dict) -> bool:
+        if protocol != "chat":
             return True
         return bool((body.get("stream_options") or {}).get("include_usage"))
 
-    def whole_answer(self, dialect: str, fault: str, model: str, body: dict) -> bytes:
+    def whole_answer(self, protocol: str, fault: str, model: str, body: dict) -> bytes:
         """The answer of a request without streaming, as one JSON body."""
         text = self.settings.text
         cut = fault in ("F4", "F5")
         if cut:
             text = "" if fault == "F5" else text[: len(text) // 2]
         words = len(text.split())
-        if dialect == "chat":
+        if protocol == "chat":
             answer = {
                 "id": "chatcmpl-mockwhole",
                 "object": "chat.completion",
@@ -392,7 +396,7 @@ class MockProvider:
                 ],
                 "usage": {"prompt_tokens": 24, "completion_tokens": words, "total_tokens": 24 + words},
             }
-        elif dialect == "responses":
+        elif protocol == "responses":
             answer = {
                 "id": "resp_mockwhole",
                 "object": "response",
@@ -412,7 +416,7 @@ class MockProvider:
                 ],
                 "usage": {"input_tokens": 24, "output_tokens": words, "total_tokens": 24 + words},
             }
-        elif dialect == "anthropic":
+        elif protocol == "anthropic":
             answer = {
                 "id": "msg_01mockwhole",
                 "type": "message",

@@ -29,9 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -41,106 +39,8 @@ from pathlib import Path
 import psycopg
 
 from loadtests.load import ADMIN_DSN, Service, run_locust
-from loadtests.streams import complete_stream
-
-WRK_SCRIPT = r"""
--- Posts the bodies in turn, each with a new stream_id; counts the answers by status.  With a
--- pace (args[2], ms), each connection waits that long before each request.
-local threads = {}
-function setup(thread)
-  table.insert(threads, thread)
-  thread:set("tid", #threads)
-end
-
-function init(args)
-  prefix = args[1] .. "-" .. tid .. "-"
-  pace = tonumber(args[2])
-  bodies = {}
-  for i = 3, #args do
-    local f = assert(io.open(args[i], "rb"))
-    bodies[#bodies + 1] = f:read("*a")
-    f:close()
-  end
-  counter = 0
-  statuses = {}
-  no_retry_after = 0
-  headers = {["Authorization"] = "Bearer TOKEN", ["Content-Type"] = "text/event-stream"}
-end
-
-function delay()
-  return pace
-end
-
-function request()
-  counter = counter + 1
-  local body = bodies[(counter % #bodies) + 1]
-  return wrk.format("POST", "/v1/streams?stream_id=" .. prefix .. counter .. "&tool=codex",
-                    headers, body)
-end
-
-function response(status, headers, body)
-  local key = tostring(status)
-  statuses[key] = (statuses[key] or 0) + 1
-  if (status == 503 or status == 429) and headers["retry-after"] == nil
-      and headers["Retry-After"] == nil then
-    no_retry_after = no_retry_after + 1
-  end
-end
-
-function done(summary, latency, requests)
-  local total, missing = {}, 0
-  for _, thread in ipairs(threads) do
-    for key, n in pairs(thread:get("statuses")) do total[key] = (total[key] or 0) + n end
-    missing = missing + thread:get("no_retry_after")
-  end
-  local parts = {}
-  for key, n in pairs(total) do parts[#parts + 1] = string.format('"%s": %d', key, n) end
-  io.write(string.format(
-    'RESULT {"requests": %d, "seconds": %.3f, "statuses": {%s}, "no_retry_after": %d, ' ..
-    '"socket_errors": %d, "timeouts": %d, "p50_ms": %.2f, "p99_ms": %.2f, "max_ms": %.2f}\n',
-    summary.requests, summary.duration / 1e6, table.concat(parts, ", "), missing,
-    summary.errors.connect + summary.errors.read + summary.errors.write, summary.errors.timeout,
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000, latency.max / 1000))
-end
-"""
-
-
-def wrk(
-    url: str,
-    token: str,
-    bodies: list[Path],
-    script: Path,
-    *,
-    tag: str,
-    seconds: float,
-    connections: int,
-    pace_ms: int = 0,
-    timeout_s: int = 10,
-) -> dict:
-    script.write_text(WRK_SCRIPT.replace("TOKEN", token))
-    command = [
-        "wrk",
-        "-t2",
-        f"-c{connections}",
-        f"-d{seconds:g}s",
-        "--timeout",
-        f"{timeout_s}s",
-        "-s",
-        str(script),
-        url,
-        "--",
-        tag,
-        str(pace_ms),
-        *map(str, bodies),
-    ]
-    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=seconds + 60).stdout
-    match = re.search(r"^RESULT (\{.*\})$", out, re.M)
-    if not match:
-        raise SystemExit(f"wrk printed no result:\n{out}")
-    result = json.loads(match[1])
-    result["rps"] = result["requests"] / result["seconds"]
-    result["acknowledged"] = result["statuses"].get("201", 0) + result["statuses"].get("200", 0)
-    return result
+from loadtests.wire import complete_stream
+from loadtests.wrk import post_streams
 
 
 def rows(database: str) -> int:
@@ -153,27 +53,30 @@ def overload(args) -> dict:
         raise SystemExit("needs wrk (apt-get install wrk)")
     scratch = Path(tempfile.mkdtemp(prefix="fastsse-overload-"))
     bodies = []
-    for n, (dialect, size) in enumerate(
+    for n, (protocol, size) in enumerate(
         (("chat", 4_000), ("anthropic", 20_000), ("responses", 8_000), ("gemini", 2_000))
     ):
         path = scratch / f"body-{n}.sse"
-        path.write_bytes(complete_stream(dialect, size, seed=n))
+        path.write_bytes(complete_stream(protocol, size, seed=n))
         bodies.append(path)
     seconds = 4 if args.quick else 15
     service = Service("postgres", 1, scratch)
-    script = scratch / "post.lua"
     try:
         url, token = service.url, service.ingest_token
-        warm = wrk(url, token, bodies, script, tag="warm", seconds=2, connections=8)
-        capacity = wrk(url, token, bodies, script, tag="capacity", seconds=seconds, connections=16)
+
+        def wrk(**options):
+            return post_streams(url, token, bodies, count_statuses=True, **options)
+
+        warm = wrk(tag="warm", seconds=2, connections=8)
+        capacity = wrk(tag="capacity", seconds=seconds, connections=16)
         # Each of the connections waits `pace` ms between requests: together they offer about
         # twice the capacity, whatever the service answers.
         connections = 256
         pace = max(1, int(connections / (2 * capacity["rps"]) * 1000))
-        over = wrk(url, token, bodies, script, tag="over", seconds=seconds, connections=connections, pace_ms=pace)
+        over = wrk(tag="over", seconds=seconds, connections=connections, pace_ms=pace)
         # What the paced connections would offer if answered at once: an upper bound.
         over["offered_rps"] = connections / (pace / 1000)
-        after = wrk(url, token, bodies, script, tag="after", seconds=seconds, connections=16)
+        after = wrk(tag="after", seconds=seconds, connections=16)
         stored = rows(service.scratch)
     finally:
         service.stop()

@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="fastsse-service",
         description="The fastsse ingestion service: gateways post captured streams, it stores "
-        "their verdicts.  Settings come from the environment (see the README).",
+        "their verdicts.  Settings come from the environment (see the docs: operators/install.md).",
     )
     parser.add_argument(
         "--version", action="version", version=f"%(prog)s {fastsse.__version__} ({fastsse.IMPLEMENTATION} scanner)"
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     tap = commands.add_parser(
         "tap",
         help="a reverse proxy in front of an LLM API that posts each streamed answer "
-        "to this service (settings: TAP_* variables, see the README)",
+        "to this service (settings: TAP_* variables, see the docs: gateways/tap.md)",
     )
     tap.add_argument(
         "--listen",

@@ -89,7 +89,7 @@ PARAMETERS = (
     Parameter(
         "protocol",
         "The protocol of the stream; auto recognizes it from the first event that names one.",
-        {"type": "string", "enum": list(fastsse.PROTOCOLS), "default": "auto"},
+        {"type": "string", "enum": [fastsse.AUTO, *fastsse.PROTOCOLS], "default": fastsse.AUTO},
     ),
     Parameter(
         "tool",
@@ -160,7 +160,7 @@ def parse_time(raw: str) -> datetime:
 @dataclass(frozen=True, slots=True)
 class IngestParams:
     stream_id: str
-    protocol: str = "auto"
+    protocol: str = fastsse.AUTO
     tool: str | None = None
     transport: str = "eof"
     upstream_status: int | None = None

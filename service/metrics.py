@@ -31,8 +31,8 @@ disable_created_metrics()  # the *_created series only double what a scrape has 
 # The tool label of a tool outside METRICS_TOOLS, so that made-up tool names cannot multiply
 # the series a Prometheus server keeps.
 OTHER_TOOL = "other"
-# The protocol of a verdict is one of fastsse's dialects, or "unknown" when no event named one.
-PROTOCOL_LABELS = fastsse.PROTOCOLS[1:] + ("unknown",)
+# The protocol of a verdict is one of fastsse's protocols, or "unknown" when no event named one.
+PROTOCOL_LABELS = fastsse.PROTOCOLS + (fastsse.UNKNOWN_PROTOCOL,)
 # Answers of POST /v1/streams that exist from the start (others appear when first sent).
 INGEST_STATUSES = ("200", "201", "401", "409", "413", "422", "499", "503")
 
@@ -62,8 +62,8 @@ MODEL_FALLBACKS = Counter(
     "Stored streams served by another model than the one requested.",
     ["tool", "protocol"],
 )
-# Retry chains (verdicts posted with a request_id), as the rollups count them (the README's
-# Retries): what each counts is rollups.rollup_counts.
+# Retry chains (verdicts posted with a request_id), as the rollups count them (and GET
+# /v1/retries reads them): what each counts is rollups.rollup_counts.
 REQUESTS = Counter(
     "fastsse_requests_total",
     "First attempts of requests posted with a request_id.",
@@ -116,6 +116,13 @@ DB_WRITE_BATCH = Histogram(
     "Verdicts written per group-commit transaction.",
     buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
 )
+INGEST_IN_PROGRESS = Gauge(
+    "fastsse_ingest_posts_in_progress",
+    "Posts admitted and not answered yet, by pool: bearer (a known gateway) or signed (known once "
+    "its body is in); a worker refuses past MAX_INFLIGHT_POSTS (a quarter of it for signed posts).",
+    ["pool"],
+    multiprocess_mode="livesum",
+)
 DB_WRITE_ERRORS = Counter(
     "fastsse_db_write_errors_total",
     "Group-commit transactions that failed (their requests got 503).",
@@ -147,6 +154,8 @@ def prepare_series(allowed_tools: frozenset[str], queue_size: int) -> None:
                 counter.labels(tool, protocol)
     for status in INGEST_STATUSES:
         INGEST_REQUESTS.labels(status)
+    for pool in ("bearer", "signed"):
+        INGEST_IN_PROGRESS.labels(pool)
 
 
 # The series one kind of verdict adds to, by (tool, protocol, category, silent): looking a
@@ -191,6 +200,17 @@ def count_ingest_answer(status: int) -> None:
     if child is None:
         child = _INGEST_ANSWERS[status] = INGEST_REQUESTS.labels(str(status))
     child.inc()
+
+
+_IN_PROGRESS: dict[str, Gauge] = {}
+
+
+def ingest_in_progress(pool: str) -> Gauge:
+    """The in-progress gauge of one admission pool (looked up once per process)."""
+    child = _IN_PROGRESS.get(pool)
+    if child is None:
+        child = _IN_PROGRESS[pool] = INGEST_IN_PROGRESS.labels(pool)
+    return child
 
 
 def forget_this_process() -> None:

@@ -83,6 +83,11 @@ class VerdictWriter:
         self._retention_interval = retention_interval_seconds
         self._next_upkeep = 0.0  # at once: the partitions before the first batch
 
+    @property
+    def queued(self) -> int:
+        """Verdicts waiting for their batch."""
+        return len(self._queue)
+
     async def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="verdict-writer")
         self._task.add_done_callback(_report_a_crash)

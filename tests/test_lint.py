@@ -37,3 +37,24 @@ def test_the_pre_commit_configuration_is_valid_and_runs_what_ci_runs():
     config = (REPO / ".pre-commit-config.yaml").read_text()
     for command in ("ruff check", "ruff format --check", ".venv/bin/mypy", "make test-fast", "make test\n"):
         assert command in config, command
+
+
+def test_every_dependency_is_pinned_in_the_constraints():
+    """What the Makefile installs is what constraints.txt pins: a dependency added to
+    pyproject.toml without `make constraints` would run at whatever version came out last."""
+    import re
+
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = {*project["dependencies"]}
+    for extra in project["optional-dependencies"].values():
+        wanted.update(extra)
+    pinned = {
+        line.split("==")[0].lower().replace("_", "-")
+        for line in (REPO / "constraints.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    }
+    for requirement in wanted:
+        name = re.match(r"[A-Za-z0-9._-]+", requirement)[0].lower().replace("_", "-")
+        assert name in pinned, f"{name} is not pinned in constraints.txt (make constraints)"

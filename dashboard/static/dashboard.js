@@ -5,7 +5,8 @@
 
 const REFRESH_MS = 5000;
 const WINDOWS = { "1h": 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
-const PROTOCOLS = ["chat", "responses", "anthropic", "gemini"];
+// the protocols fastsse knows, as the service puts them in the page (data-protocols)
+const PROTOCOLS = document.body.dataset.protocols.split(" ");
 const VIEW_KEYS = ["window", "since", "until", "gateway", "tool", "protocol", "by", "request"];
 
 let categories = [];   // [{category, message, retryable}] in the verdict's order

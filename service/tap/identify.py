@@ -1,4 +1,4 @@
-"""What the tap learns about a request without keeping it: the dialect (from the path), whether
+"""What the tap learns about a request without keeping it: the protocol (from the path), whether
 it streams, the model asked for, the client tool, and which earlier request it repeats.
 
 Plain functions and one small class, no I/O.  The request body is read here and forgotten:

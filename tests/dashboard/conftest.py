@@ -7,12 +7,12 @@ FASTSSE_REQUIRE_BROWSER=1 (set by .ci/run), where they fail.
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
+from tests.dependencies import CHROMIUM, browser_missing
 from tests.service.conftest import (  # noqa: F401  (fixtures)
     INGEST,
     READ,
@@ -24,15 +24,11 @@ from tests.service.conftest import (  # noqa: F401  (fixtures)
     sqlite_url,
 )
 
-CHROMIUM = os.environ.get("FASTSSE_CHROMIUM", "/usr/bin/chromium")
-REQUIRE_BROWSER = os.environ.get("FASTSSE_REQUIRE_BROWSER") == "1"
 ARTIFACTS = REPO / "test-artifacts"
 
 
 def _unavailable(reason: str):
-    if REQUIRE_BROWSER:
-        pytest.fail(f"the browser is required here (FASTSSE_REQUIRE_BROWSER=1): {reason}")
-    pytest.skip(reason)
+    browser_missing(reason)
 
 
 # Module-wide, not session-wide: Playwright's sync API keeps an event loop running in this

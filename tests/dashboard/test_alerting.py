@@ -8,15 +8,14 @@ with the reason, unless FASTSSE_REQUIRE_PROMTOOL=1 (set by .ci/run), where they 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 
 import pytest
 from prometheus_client import Counter, Gauge, Histogram
 
 from fastsse_service import metrics
+from tests import dependencies
 from tests.service.conftest import REPO
 
 RULES = REPO / "dashboard" / "prometheus" / "rules.yml"
@@ -26,12 +25,7 @@ GRAFANA = REPO / "dashboard" / "grafana" / "fastsse.json"
 
 @pytest.fixture(scope="module")
 def promtool() -> str:
-    found = shutil.which("promtool")
-    if found is None:
-        if os.environ.get("FASTSSE_REQUIRE_PROMTOOL") == "1":
-            pytest.fail("promtool is required here (FASTSSE_REQUIRE_PROMTOOL=1)")
-        pytest.skip("promtool is not installed (Debian: apt-get install prometheus)")
-    return found
+    return dependencies.promtool()
 
 
 def run(*command) -> str:

@@ -5,12 +5,12 @@ reload, the keyboard, light and dark, and nothing fetched from another origin.""
 from __future__ import annotations
 
 import re
-import time
 
 import httpx
 import pytest
 
-from loadtests.streams import wire
+from loadtests.localhost import wait_until
+from loadtests.wire import wire
 from tests.service.conftest import INGEST, INGEST_SECRET, READ, READ_SECRET
 
 # (tool, protocol, fault, request_id, attempt)
@@ -65,14 +65,7 @@ def rates(base_url: str, **params) -> dict:
 
 
 def wait_for(condition, timeout: float = 15.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
-        time.sleep(0.2)
+    return wait_until(condition, what="the page shows what the test waits for", timeout=timeout, interval=0.2)
 
 
 def cell_text(page, tool: str, protocol: str) -> str:

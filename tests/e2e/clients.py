@@ -97,7 +97,7 @@ def answer_prefix() -> str:
 class Client:
     name: str  # as the matrix shows it
     pin: Pin
-    dialect: str  # the protocol it speaks here
+    protocol: str  # the protocol it speaks here
     tool: str  # what the tap tells from its User-Agent
 
     def run(self, base: str, home: Path, timeout: float = 90) -> Outcome:
@@ -138,7 +138,7 @@ class SdkApp(Client):
     """sdk_client.py under the SDK's own interpreter."""
 
     def command(self, base, home):
-        app = {"chat": "openai-chat", "responses": "openai-responses"}.get(self.dialect, self.dialect)
+        app = {"chat": "openai-chat", "responses": "openai-responses"}.get(self.protocol, self.protocol)
         url = base + "/v1" if self.pin.package == "openai" else base
         return ([str(self.pin.directory / "bin" / "python"), str(HERE / "sdk_client.py"), app, url], {}, home)
 

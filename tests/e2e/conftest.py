@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from loadtests.streams import FAULTS
+from loadtests.wire import FAULTS
 from tests.loadtests.mock_helpers import Mock
 from tests.service.conftest import INGEST_SECRET, TOKENS, ThreadServer
 

@@ -3,7 +3,7 @@ how much of the answer it printed, what it said and how many requests it made.""
 
 from __future__ import annotations
 
-from loadtests.streams import answer_text
+from loadtests.wire import answer_text
 
 from .clients import SENTENCES, Outcome
 

@@ -1,5 +1,5 @@
 """The matrix: every real client against the tap in front of the mock, for every fault of the
-dialect it speaks.  Each fault is the mock's -once form (the first generation of the case gets
+protocol it speaks.  Each fault is the mock's -once form (the first generation of the case gets
 it, any retry a healthy answer), so a client that retries shows whether it recovers.
 
 Per case it records what the client did (exit status, how much of the answer it printed, what
@@ -18,13 +18,15 @@ from datetime import datetime, timezone
 import httpx
 import pytest
 
-from loadtests.streams import EXPECTED_OVER_HTTP, F2C_DIALECTS, FAULTS
+from loadtests.wire import EXPECTED_OVER_HTTP, F2C_PROTOCOLS, FAULTS
 from tests.service.conftest import READ
 
 from .clients import CLIENTS
 from .install import installed, status
 
-CASES = [(client, fault) for client in CLIENTS for fault in FAULTS if fault != "F2C" or client.dialect in F2C_DIALECTS]
+CASES = [
+    (client, fault) for client in CLIENTS for fault in FAULTS if fault != "F2C" or client.protocol in F2C_PROTOCOLS
+]
 
 
 def stored_since(service_url: str, since: str) -> list[dict]:
@@ -76,7 +78,7 @@ def test_client_against_fault(client, fault, mock, service, tap, matrix_rows, tm
 
     assert outcome.generations, f"{client.name} made no generation request\n{context}"
     assert {v["tool"] for v in stored} <= {client.tool}, context
-    assert {v["protocol"] for v in stored} <= {client.dialect}, context
+    assert {v["protocol"] for v in stored} <= {client.protocol}, context
     if fault == "F0":
         assert outcome.returncode == 0 and outcome.whole, f"a healthy answer broke\n{context}"
         assert categories and set(categories) == {"complete"}, context

@@ -6,25 +6,25 @@ from __future__ import annotations
 
 import pytest
 
-from .feeding import feed
-from .streams import (
+from .events import (
     COMPLETE_STREAMS,
-    DIALECTS,
+    PROTOCOLS,
 )
+from .feeding import feed
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("transport", ["reset", "timeout", "error"])
 @pytest.mark.parametrize("shape", ["complete", "cut", "empty"])
-def test_transport_failure_wins_whatever_the_bytes(judge, dialect, transport, shape):
-    data = COMPLETE_STREAMS[dialect]
+def test_transport_failure_wins_whatever_the_bytes(judge, protocol, transport, shape):
+    data = COMPLETE_STREAMS[protocol]
     data = {"complete": data, "cut": data[: len(data) // 2], "empty": b""}[shape]
-    verdict = judge(data, dialect, transport)
+    verdict = judge(data, protocol, transport)
     assert verdict.category == "transport_error"
     assert verdict.transport == transport
     assert verdict.retryable is True
     assert verdict.complete is False
-    assert verdict.protocol == dialect
+    assert verdict.protocol == protocol
 
 
 def test_transport_does_not_override_an_exceeded_limit(judge):
@@ -67,8 +67,8 @@ def test_feed_after_close(impl):
         scanner.close()
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_empty_feeds_change_nothing(impl, dialect):
-    data = COMPLETE_STREAMS[dialect]
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_empty_feeds_change_nothing(impl, protocol):
+    data = COMPLETE_STREAMS[protocol]
     chunks = [b""] + [bytes([b]) + b"" for b in data[:5]] + [b"", data[5:], b""]
-    assert feed(impl, chunks, dialect) == impl.scan(data, dialect)
+    assert feed(impl, chunks, protocol) == impl.scan(data, protocol)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from .streams import (
+from .events import (
     OPENAI_ERROR,
     a_end,
     a_error,
@@ -90,16 +90,16 @@ def assert_no_payload(verdict, secret: str):
 @pytest.mark.parametrize("name", sorted(CANARY_STREAMS))
 def test_canary_never_in_verdict(judge, impl, name):
     data = CANARY_STREAMS[name]
-    dialect = name.split("-")[0]
+    protocol = name.split("-")[0]
     assert CANARY.encode() in data  # the test is only meaningful if the payload is there
-    for protocol in (dialect, "auto"):
-        assert_no_payload(judge(data, protocol), CANARY)
+    for given in (protocol, "auto"):
+        assert_no_payload(judge(data, given), CANARY)
     # truncated streams: cut in the middle of the canary, and just after it
     at = data.index(CANARY.encode())
     half = len(CANARY) // 2
     for cut, secret in ((at + half, CANARY[:half]), (at + len(CANARY), CANARY), (at + len(CANARY) + 3, CANARY)):
-        for protocol in (dialect, "auto"):
-            verdict = impl.scan(data[:cut], protocol)
+        for given in (protocol, "auto"):
+            verdict = impl.scan(data[:cut], given)
             assert verdict.category != "complete"
             assert_no_payload(verdict, secret)
 

@@ -1,5 +1,5 @@
 """Every verdict category, reached from realistic hand-written bytes (tests/fastsse/streams.py),
-in every dialect, and the protocol traps that are not plain table rows.
+in every protocol, and the protocol traps that are not plain table rows.
 
 Every case goes through the ``judge`` fixture, which feeds it whole, byte by byte and at random
 split points, on both scanner twins, and fails unless all agree.
@@ -21,11 +21,10 @@ from fastsse._verdict import (
     MESSAGE_REFUSAL,
 )
 
-from .streams import (
+from .events import (
     A_MODEL,
     CHAT_DONE,
     CUT_CHAT_CHUNK,
-    DIALECTS,
     DSR,
     G_MODEL,
     GEMINI_DATA_ERROR,
@@ -34,6 +33,7 @@ from .streams import (
     NO_KEY,
     OPENAI_ERROR,
     PING,
+    PROTOCOLS,
     QUOTA,
     R_MODEL,
     SAFETY_RATINGS,
@@ -200,7 +200,7 @@ CASES = [
     case("invalid-request", "anthropic",
          anthropic(a_start(), a_error("invalid_request_error", "prompt is too long")),
          "upstream_error", error_code="invalid_request_error", retryable=False),
-    # a bare error stream (no message_start) names no dialect: auto cannot tell
+    # a bare error stream (no message_start) names no protocol: auto cannot tell
     case("error-only", "anthropic", anthropic(a_error("api_error", "Internal server error")),
          "upstream_error", auto="unknown", error_code="api_error", events=1),
     # Vertex: STOP on every chunk, then a bare multi-line JSON error with no data: framing
@@ -292,7 +292,7 @@ CASES = [
     case("interrupted-bare-json", "gemini", gemini(g_chunk(cand(text("The"))), b'{\n  "error": {\n', g_final(text(" end"))),
          "malformed_event", malformed_events=1),
     # ---------------------------------------------------------------- sequence_gap
-    # Only Responses numbers its events; the other dialects carry no sequence to check.
+    # Only Responses numbers its events; the other protocols carry no sequence to check.
     case("missing-event", "responses",
          responses(*r_created(), *r_message("po", "ng"), r_completed("pong"), seqs=[0, 1, 2, 3, 4, 6, 7, 8, 9]),
          "sequence_gap", finish_reason="stop", end_marker_seen=True),
@@ -619,19 +619,19 @@ def test_category(judge, c: Case):
         assert auto.category == c.category
 
 
-def test_every_category_in_every_dialect():
-    """The table reaches each category in each dialect, except where it cannot occur."""
+def test_every_category_in_every_protocol():
+    """The table reaches each category in each protocol, except where it cannot occur."""
     covered = {(p.values[0].category, p.values[0].protocol) for p in CASES}
     for category in CATEGORIES:
-        for dialect in DIALECTS:
-            if (category, dialect) in IMPOSSIBLE:
-                assert (category, dialect) not in covered
+        for protocol in PROTOCOLS:
+            if (category, protocol) in IMPOSSIBLE:
+                assert (category, protocol) not in covered
             else:
-                assert (category, dialect) in covered, f"no case reaches {category} in {dialect}"
+                assert (category, protocol) in covered, f"no case reaches {category} in {protocol}"
 
 
 def test_sequence_numbers_are_ignored_outside_responses(judge):
-    """A stray sequence_number field in another dialect does not make a gap (see IMPOSSIBLE)."""
+    """A stray sequence_number field in another protocol does not make a gap (see IMPOSSIBLE)."""
     data = chat(
         chat_chunk(choice(content="Hi"), sequence_number=3), chat_chunk(choice(finish="stop"), sequence_number=9)
     )

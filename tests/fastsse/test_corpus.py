@@ -84,7 +84,7 @@ def test_capture_verdict(judge, name):
     assert (verdict.protocol, verdict.category, verdict.finish_reason_raw) == (protocol, category, raw)
     assert verdict.complete is (category == "complete")
     assert verdict.bytes == len(data)
-    # naming the dialect gives the same verdict as recognizing it
+    # naming the protocol gives the same verdict as recognizing it
     assert judge(data, protocol) == verdict
 
 

@@ -227,7 +227,7 @@ def test_limits_hit_inside_an_event_read_in_place():
 @needs_both
 @pytest.mark.parametrize("blank", TERMINATORS)
 def test_event_type_does_not_outlive_its_event(blank):
-    from .streams import anthropic_text
+    from .events import anthropic_text
 
     stop = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
     data = anthropic_text("Hi")

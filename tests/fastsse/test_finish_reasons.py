@@ -1,9 +1,10 @@
 """The chat finish reasons of the OpenAI-compatible providers, as their own sources give them.
 
-``_dialects.CHAT_PROVIDERS`` says who sends which value and where that is documented; every
+``_protocols.CHAT_PROVIDERS`` says who sends which value and where that is documented; every
 value is judged here from a real-shaped stream, on both twins under every chunking, against
-the category we expect for it (stated here, not read from fastsse).  The README's table is
-printed from the same data: ``python tests/fastsse/test_finish_reasons.py`` prints it.
+the category we expect for it (stated here, not read from fastsse).  The docs' table
+(docs/verdict/protocols.md) is printed from the same data: ``python
+tests/fastsse/test_finish_reasons.py`` prints it.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from fastsse import _dialects as d
+from fastsse import _protocols as d
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "verdict" / "protocols.md"
 
 # Our own statement: what a stream with visible text that ends with this value is.
 EXPECTED = {
@@ -118,16 +119,16 @@ def test_provider_finish_reason(judge, provider, value):
     assert judge(stream(MODELS[provider], value), "auto") == verdict
 
 
-@pytest.mark.parametrize("dialect", d.CHAT_FORWARDED_DIALECTS)
-def test_values_gateways_forward_mean_what_they_mean_at_home(judge, dialect):
-    for value, meaning in d.FINISH_REASONS[dialect].items():
+@pytest.mark.parametrize("protocol", d.CHAT_FORWARDED_PROTOCOLS)
+def test_values_gateways_forward_mean_what_they_mean_at_home(judge, protocol):
+    for value, meaning in d.FINISH_REASONS[protocol].items():
         verdict = judge(stream("openrouter/auto", value), "chat")
         assert verdict.finish_reason == meaning[0], value
         assert verdict.finish_reason_raw == value
 
 
-def readme_tables() -> str:
-    """The README's two tables, from CHAT_PROVIDERS and the verdicts fastsse gives."""
+def page_tables() -> str:
+    """The docs page's two tables, from CHAT_PROVIDERS and the verdicts fastsse gives."""
     import fastsse
 
     lines = ["| value | normalized | category | retryable | sent by |", "|---|---|---|---|---|"]
@@ -144,11 +145,12 @@ def readme_tables() -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_the_readme_shows_the_table():
-    assert readme_tables() in README.read_text(), (
-        "the README's finish-reason tables are stale; print them with `python tests/fastsse/test_finish_reasons.py`"
+def test_the_docs_show_the_table():
+    assert page_tables() in PAGE.read_text(), (
+        "docs/verdict/protocols.md's finish-reason tables are stale; "
+        "print them with `python tests/fastsse/test_finish_reasons.py`"
     )
 
 
 if __name__ == "__main__":
-    sys.stdout.write(readme_tables())
+    sys.stdout.write(page_tables())

@@ -1,5 +1,5 @@
 """Framing: the WHATWG event-stream rules (line endings, BOM, comments, fields, multi-line
-data, unterminated events), in every dialect and chunking.
+data, unterminated events), in every protocol and chunking.
 """
 
 from __future__ import annotations
@@ -8,11 +8,10 @@ import dataclasses
 
 import pytest
 
-from .feeding import feed
-from .streams import (
+from .events import (
     CHAT_DONE,
     COMPLETE_STREAMS,
-    DIALECTS,
+    PROTOCOLS,
     anthropic_text,
     cand,
     chat_text,
@@ -22,6 +21,7 @@ from .streams import (
     gemini_text,
     text,
 )
+from .feeding import feed
 
 
 def _lf(data: bytes) -> bytes:
@@ -32,26 +32,26 @@ def _without_bytes(verdict):
     return dataclasses.replace(verdict, bytes=0)
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("ending", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
-def test_line_endings(judge, dialect, ending):
-    reference = judge(_lf(COMPLETE_STREAMS[dialect]), dialect)
+def test_line_endings(judge, protocol, ending):
+    reference = judge(_lf(COMPLETE_STREAMS[protocol]), protocol)
     assert reference.category == "complete"
-    data = _lf(COMPLETE_STREAMS[dialect]).replace(b"\n", ending)
-    verdict = judge(data, dialect)
+    data = _lf(COMPLETE_STREAMS[protocol]).replace(b"\n", ending)
+    verdict = judge(data, protocol)
     assert _without_bytes(verdict) == _without_bytes(reference)
     assert verdict.bytes == len(data)
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_mixed_line_endings(judge, dialect):
-    lines = _lf(COMPLETE_STREAMS[dialect]).split(b"\n")
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_mixed_line_endings(judge, protocol):
+    lines = _lf(COMPLETE_STREAMS[protocol]).split(b"\n")
     # CR is always followed by CRLF: a CR followed by an empty line's LF would be one CRLF.
     endings = (b"\r\n", b"\n", b"\r")
     data = b"".join(line + endings[i % 3] for i, line in enumerate(lines[:-1])) + lines[-1]
-    verdict = judge(data, dialect)
+    verdict = judge(data, protocol)
     assert verdict.category == "complete"
-    assert verdict.events == judge(COMPLETE_STREAMS[dialect], dialect).events
+    assert verdict.events == judge(COMPLETE_STREAMS[protocol], protocol).events
 
 
 def test_cr_then_lf_in_next_chunk_is_one_line_end(impl):
@@ -76,11 +76,11 @@ def test_cr_then_cr_in_next_chunk_is_two_line_ends(impl):
     assert verdict.end_marker_seen
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_leading_bom_is_dropped(judge, dialect):
-    data = COMPLETE_STREAMS[dialect]
-    verdict = judge(b"\xef\xbb\xbf" + data, dialect)
-    assert _without_bytes(verdict) == _without_bytes(judge(data, dialect))
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_leading_bom_is_dropped(judge, protocol):
+    data = COMPLETE_STREAMS[protocol]
+    verdict = judge(b"\xef\xbb\xbf" + data, protocol)
+    assert _without_bytes(verdict) == _without_bytes(judge(data, protocol))
     assert verdict.bytes == len(data) + 3
 
 
@@ -115,24 +115,24 @@ def test_bom_in_the_middle_is_not_dropped(judge):
     assert judge(data, "chat").category == "no_end_marker"
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_comments_and_keepalives(judge, dialect):
-    data = _lf(COMPLETE_STREAMS[dialect])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_comments_and_keepalives(judge, protocol):
+    data = _lf(COMPLETE_STREAMS[protocol])
     noisy = b": OPENROUTER PROCESSING\n\n:\n\n" + data.replace(b"\n\n", b"\n\n: keep-alive\n\n")
     noisy = noisy.replace(b"}\n\n", b"}\n: inside an event\n\n", 1)  # between a data line and its blank line
-    verdict = judge(noisy, dialect)
+    verdict = judge(noisy, protocol)
     assert verdict.category == "complete"
-    assert verdict.events == judge(data, dialect).events
+    assert verdict.events == judge(data, protocol).events
     assert verdict.comments == sum(1 for line in noisy.split(b"\n") if line.startswith(b":"))
     assert verdict.comments >= 4
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_data_without_space(judge, dialect):
-    data = _lf(COMPLETE_STREAMS[dialect]).replace(b"data: ", b"data:")
-    verdict = judge(data, dialect)
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_data_without_space(judge, protocol):
+    data = _lf(COMPLETE_STREAMS[protocol]).replace(b"data: ", b"data:")
+    verdict = judge(data, protocol)
     assert verdict.category == "complete"
-    assert verdict.events == judge(COMPLETE_STREAMS[dialect], dialect).events
+    assert verdict.events == judge(COMPLETE_STREAMS[protocol], protocol).events
 
 
 def test_data_colon_without_space_done(judge):
@@ -229,13 +229,13 @@ def test_unterminated_final_gemini_chunk(judge):
     assert verdict.events == 1
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_event_without_data_dispatches_nothing(judge, dialect):
-    data = _lf(COMPLETE_STREAMS[dialect])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_event_without_data_dispatches_nothing(judge, protocol):
+    data = _lf(COMPLETE_STREAMS[protocol])
     noisy = b"event: ping\n\n" + data.replace(b"\n\n", b"\n\nevent: keepalive\n\n", 1) + b"event: x\n\n"
-    verdict = judge(noisy, dialect)
+    verdict = judge(noisy, protocol)
     assert verdict.category == "complete"
-    assert verdict.events == judge(data, dialect).events
+    assert verdict.events == judge(data, protocol).events
     assert verdict.residual_bytes == 0
 
 

@@ -9,9 +9,9 @@ import pytest
 from fastsse._limits import MAX_CHOICES, MAX_TOOL_CALLS
 from fastsse._verdict import MESSAGE_LIMITS
 
-from .streams import (
+from .events import (
     COMPLETE_STREAMS,
-    DIALECTS,
+    PROTOCOLS,
     cand,
     chat,
     chat_chunk,
@@ -40,22 +40,22 @@ def _largest_event(data: bytes) -> int:
     return largest
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_line_limit_boundary(judge, dialect):
-    data = COMPLETE_STREAMS[dialect]
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_line_limit_boundary(judge, protocol):
+    data = COMPLETE_STREAMS[protocol]
     longest = max(len(line) for line in _lines(data))
-    assert judge(data, dialect, max_line_bytes=longest).category == "complete"
-    verdict = judge(data, dialect, max_line_bytes=longest - 1)
+    assert judge(data, protocol, max_line_bytes=longest).category == "complete"
+    verdict = judge(data, protocol, max_line_bytes=longest - 1)
     assert (verdict.category, verdict.limit, verdict.retryable) == ("limit_exceeded", "line", False)
     assert verdict.message == MESSAGE_LIMITS["line"]
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_event_limit_boundary(judge, dialect):
-    data = COMPLETE_STREAMS[dialect]
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_event_limit_boundary(judge, protocol):
+    data = COMPLETE_STREAMS[protocol]
     largest = _largest_event(data)
-    assert judge(data, dialect, max_event_bytes=largest).category == "complete"
-    verdict = judge(data, dialect, max_event_bytes=largest - 1)
+    assert judge(data, protocol, max_event_bytes=largest).category == "complete"
+    verdict = judge(data, protocol, max_event_bytes=largest - 1)
     assert (verdict.category, verdict.limit) == ("limit_exceeded", "event")
 
 
@@ -100,16 +100,16 @@ def test_bare_json_counts_against_the_event_limit(judge):
     assert verdict.limit == "event"
 
 
-@pytest.mark.parametrize("dialect", ["chat", "gemini"])
-def test_choices_limit(judge, dialect):
+@pytest.mark.parametrize("protocol", ["chat", "gemini"])
+def test_choices_limit(judge, protocol):
     def stream(n):
-        if dialect == "chat":
+        if protocol == "chat":
             return chat(chat_chunk(*[choice(i, content="a", finish="stop") for i in range(n)]))
         return g_chunk(*[cand(text("a"), finish="STOP", index=i) for i in range(n)])
 
-    verdict = judge(stream(MAX_CHOICES), dialect)
+    verdict = judge(stream(MAX_CHOICES), protocol)
     assert (verdict.category, verdict.choices) == ("complete", MAX_CHOICES)
-    verdict = judge(stream(MAX_CHOICES + 1), dialect)
+    verdict = judge(stream(MAX_CHOICES + 1), protocol)
     assert (verdict.category, verdict.limit) == ("limit_exceeded", "choices")
     assert verdict.message == MESSAGE_LIMITS["choices"]
 

@@ -321,10 +321,10 @@ def test_a_new_choice_past_the_choice_limit_is_the_limit():
     assert verdict.category == "limit_exceeded" and verdict.limit == "choices"
 
 
-def test_auto_streams_are_read_until_the_dialect_is_known():
+def test_auto_streams_are_read_until_the_protocol_is_known():
     verdict, templated = after(stream(), stream(chunk_id=b"other"), protocol="auto")
     assert verdict.category == "complete" and verdict.protocol == "chat"
-    assert templated == 3  # the first event is read: it names the dialect
+    assert templated == 3  # the first event is read: it names the protocol
 
 
 def test_tool_calls_and_errors_make_no_templates():

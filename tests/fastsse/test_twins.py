@@ -91,7 +91,7 @@ def judge_both(data: bytes, protocol="auto", **limits):
 
 @needs_both
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.binary(max_size=400), protocol=st.sampled_from(fastsse.PROTOCOLS))
+@given(data=st.binary(max_size=400), protocol=st.sampled_from((fastsse.AUTO, *fastsse.PROTOCOLS)))
 def test_twins_agree_on_arbitrary_bytes(data, protocol):
     judge_both(data, protocol)
 
@@ -100,7 +100,7 @@ def test_twins_agree_on_arbitrary_bytes(data, protocol):
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     pieces=st.lists(SSE_ALPHABET, max_size=80),
-    protocol=st.sampled_from(fastsse.PROTOCOLS),
+    protocol=st.sampled_from((fastsse.AUTO, *fastsse.PROTOCOLS)),
     limit=st.sampled_from([None, 8, 40, 200]),
 )
 def test_twins_agree_on_sse_shaped_bytes(pieces, protocol, limit):

@@ -2,7 +2,7 @@
 
 decide() builds its Verdict in one step (``_verdict``) rather than through the dataclass
 constructor, and sanitizes identifiers with ``bytes.translate`` plus a table of the finish
-reasons the dialects know; these tests hold both to what the plain versions give.
+reasons the protocols know; these tests hold both to what the plain versions give.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fastsse import Verdict, _verdict
-from fastsse import _dialects as d
+from fastsse import _protocols as d
 from fastsse._scanner_py import scan
 
-from .streams import COMPLETE_STREAMS, chat_text
+from .events import COMPLETE_STREAMS, chat_text
 
 # The rule as first written: decode with U+FFFD for non-ASCII bytes, keep [A-Za-z0-9_.:/@+-].
 _JUNK = re.compile(r"[^A-Za-z0-9_.:/@+-]")

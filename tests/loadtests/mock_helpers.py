@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from loadtests.streams import DIALECTS, F2C_DIALECTS, FAULTS
+from loadtests.wire import F2C_PROTOCOLS, FAULTS, PROTOCOLS
 
 PATHS = {
     "chat": "/v1/chat/completions",
@@ -19,7 +19,7 @@ PATHS = {
     "anthropic": "/v1/messages",
     "gemini": "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
 }
-CASES = [(d, f) for d in DIALECTS for f in FAULTS if f != "F2C" or d in F2C_DIALECTS]
+CASES = [(d, f) for d in PROTOCOLS for f in FAULTS if f != "F2C" or d in F2C_PROTOCOLS]
 STALL_SECONDS = 0.6
 
 
@@ -114,14 +114,14 @@ def dechunk(data: bytes) -> tuple[bytes, bool]:
         at = end + 2 + size + 2
 
 
-def generation(dialect: str, stream: bool = True) -> dict:
+def generation(protocol: str, stream: bool = True) -> dict:
     body = {"model": "mock-model", "stream": stream, "messages": [{"role": "user", "content": "hello"}]}
-    if dialect == "chat":
+    if protocol == "chat":
         body["stream_options"] = {"include_usage": True}
-    if dialect == "gemini":
+    if protocol == "gemini":
         body = {"contents": [{"role": "user", "parts": [{"text": "hello"}]}]}
     return body
 
 
-def stream_path(dialect: str, prefix: str = "") -> str:
-    return prefix + PATHS[dialect]
+def stream_path(protocol: str, prefix: str = "") -> str:
+    return prefix + PATHS[protocol]

@@ -1,4 +1,4 @@
-"""The mock provider over real HTTP: every fault of every dialect reaches the client as its name
+"""The mock provider over real HTTP: every fault of every protocol reaches the client as its name
 says (judged by fastsse from the bytes a raw socket read), the byte log tells the truth, and the
 streams are shaped as the real captures in shared/corpus are.
 
@@ -16,7 +16,7 @@ import time
 import pytest
 
 from fastsse import scan
-from loadtests.streams import DIALECTS, EXPECTED_CATEGORY, EXPECTED_OVER_HTTP, F2C_DIALECTS, FAULTS, wire
+from loadtests.wire import EXPECTED_CATEGORY, EXPECTED_OVER_HTTP, F2C_PROTOCOLS, FAULTS, PROTOCOLS, wire
 from tests.fastsse.conftest import CORPUS, corpus_file
 from tests.loadtests.mock_helpers import CASES, PATHS, STALL_SECONDS, Mock, generation, request, stream_path
 
@@ -29,27 +29,27 @@ def mock(tmp_path_factory):
 
 
 # ---------------------------------------------------------------------------------------------
-# every fault of every dialect, over HTTP
+# every fault of every protocol, over HTTP
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("dialect", "fault"), CASES, ids=[f"{d}-{f}" for d, f in CASES])
-def test_every_fault_reaches_the_client_as_its_name_says(mock, dialect, fault):
+@pytest.mark.parametrize(("protocol", "fault"), CASES, ids=[f"{d}-{f}" for d, f in CASES])
+def test_every_fault_reaches_the_client_as_its_name_says(mock, protocol, fault):
     before = len(mock.entries())
-    got = request(mock.port, "POST", stream_path(dialect, f"/{fault}"), generation(dialect))
+    got = request(mock.port, "POST", stream_path(protocol, f"/{fault}"), generation(protocol))
     assert got["status"] == 200
     assert got["headers"]["content-type"].startswith("text/event-stream")
     transport = "reset" if got["ending"] == "reset" else "eof"
     assert got["ending"] == {"reset": "reset"}.get(fault, "eof"), got["ending"]
-    verdict = scan(got["body"], dialect, transport)
+    verdict = scan(got["body"], protocol, transport)
     assert verdict.category == EXPECTED_OVER_HTTP[fault], verdict
-    assert scan(got["body"], dialect).category == EXPECTED_CATEGORY[fault]
-    assert verdict.protocol == dialect or fault == "empty"
+    assert scan(got["body"], protocol).category == EXPECTED_CATEGORY[fault]
+    assert verdict.protocol == protocol or fault == "empty"
     if fault == "stall":
         assert got["longest_gap"] >= STALL_SECONDS * 0.9
     # the log says what went on the wire, to the byte
     (entry,) = mock.entries()[before:]
-    assert entry["fault"] == entry["applied"] == fault and entry["dialect"] == dialect
+    assert entry["fault"] == entry["applied"] == fault and entry["protocol"] == protocol
     assert entry["bytes_sent"] == len(got["body"])
-    expected = wire(dialect, fault)
+    expected = wire(protocol, fault)
     assert entry["terminal_sent"] is expected.terminal_sent
     assert entry["ending"] == expected.ending
     if fault in ("F1", "F3", "reset", "stall"):
@@ -99,12 +99,12 @@ def test_a_fallback_without_streaming_gets_one_json_answer(mock):
         "anthropic": ("stop_reason", "max_tokens"),
         "gemini": ("candidates", 0, "finishReason", "MAX_TOKENS"),
     }
-    for dialect, (*keys, value) in expected.items():
-        path = PATHS[dialect].replace("streamGenerateContent?alt=sse", "generateContent")
-        got = json.loads(request(mock.port, "POST", "/F4" + path, generation(dialect, False))["body"])
+    for protocol, (*keys, value) in expected.items():
+        path = PATHS[protocol].replace("streamGenerateContent?alt=sse", "generateContent")
+        got = json.loads(request(mock.port, "POST", "/F4" + path, generation(protocol, False))["body"])
         for key in keys:
             got = got[key]
-        assert got == value, dialect
+        assert got == value, protocol
 
 
 def test_the_endpoints_a_client_probes_answer(mock):
@@ -172,14 +172,14 @@ def events(body: bytes) -> list[tuple[str | None, object]]:
     return out
 
 
-def kind(dialect: str, name: str | None, data) -> str:
+def kind(protocol: str, name: str | None, data) -> str:
     if isinstance(data, str):
         return data
-    if "error" in data and dialect in ("chat", "gemini"):
+    if "error" in data and protocol in ("chat", "gemini"):
         return "error"
-    if dialect in ("responses", "anthropic"):
+    if protocol in ("responses", "anthropic"):
         return data.get("type", "?")
-    if dialect == "chat":
+    if protocol == "chat":
         return "usage" if data.get("choices") == [] else "chunk"
     return "chunk"
 
@@ -197,30 +197,30 @@ def key_paths(value, prefix: str = "") -> set[str]:
     return paths
 
 
-def pooled(dialect: str, event_kind: str, data) -> set[tuple[str, str]]:
+def pooled(protocol: str, event_kind: str, data) -> set[tuple[str, str]]:
     """(pool, path) of each key path: a Responses event's response object (and its output items)
     has one schema whichever event carries it, and so is compared with all of them; and every
     Responses event carries a sequence_number since 2025 (the corpus's one response.incomplete
     capture is from before)."""
     out = set()
     for path in key_paths(data):
-        if dialect == "responses" and path.startswith(("response.output.[].", "item.")):
+        if protocol == "responses" and path.startswith(("response.output.[].", "item.")):
             out.add(("item", path.removeprefix("response.output.[].").removeprefix("item.")))
-        elif dialect == "responses" and path.startswith("response."):
+        elif protocol == "responses" and path.startswith("response."):
             out.add(("response", path))
-        elif dialect == "responses" and path in ("type", "sequence_number"):
+        elif protocol == "responses" and path in ("type", "sequence_number"):
             out.add(("every event", path))  # the one capture of some events predates the field
         else:
             out.add((event_kind, path))
     return out
 
 
-def corpus_shapes(dialect: str) -> set[tuple[str, str]]:
+def corpus_shapes(protocol: str) -> set[tuple[str, str]]:
     shapes = set()
-    for path in sorted((CORPUS / dialect).glob("*.sse")):
+    for path in sorted((CORPUS / protocol).glob("*.sse")):
         for name, data in events(path.read_bytes()):
-            shapes.add((kind(dialect, name, data), ""))
-            shapes |= pooled(dialect, kind(dialect, name, data), data)
+            shapes.add((kind(protocol, name, data), ""))
+            shapes |= pooled(protocol, kind(protocol, name, data), data)
     return shapes
 
 
@@ -234,28 +234,28 @@ UNCAPTURED = {
 }
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_every_event_is_shaped_as_the_captures_are(dialect):
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_every_event_is_shaped_as_the_captures_are(protocol):
     """Every event type the mock sends exists in the corpus, and every field path it fills is
     one that a real capture of that event type fills (the mock invents no field)."""
     corpus_file("MANIFEST.tsv")  # skips with a reason without the corpus
-    shapes = corpus_shapes(dialect)
+    shapes = corpus_shapes(protocol)
     invented = []
     for fault in FAULTS:
-        if fault == "F2C" and dialect not in F2C_DIALECTS:
+        if fault == "F2C" and protocol not in F2C_PROTOCOLS:
             continue
-        sent = wire(dialect, fault, reasoning="Thought 1: look again." if fault != "F5" else "")
+        sent = wire(protocol, fault, reasoning="Thought 1: look again." if fault != "F5" else "")
         whole = events(sent.body)[:-1] if fault == "F3" else events(sent.body)  # half an event
         for name, data in whole:
-            event_kind = kind(dialect, name, data)
-            if (event_kind, "") not in shapes and (dialect, event_kind) not in UNCAPTURED:
+            event_kind = kind(protocol, name, data)
+            if (event_kind, "") not in shapes and (protocol, event_kind) not in UNCAPTURED:
                 invented.append((fault, event_kind, "(no such event)"))
             if isinstance(data, str):
                 continue
-            if dialect in ("responses", "anthropic"):
+            if protocol in ("responses", "anthropic"):
                 assert name == data.get("type"), "the event: name is the data's type"
-            for pool, path in sorted(pooled(dialect, event_kind, data) - shapes):
-                if (dialect, path) not in UNCAPTURED:
+            for pool, path in sorted(pooled(protocol, event_kind, data) - shapes):
+                if (protocol, path) not in UNCAPTURED:
                     invented.append((fault, pool, path))
     assert not invented, invented
 
@@ -274,20 +274,20 @@ CORPUS_TWINS = {
 }
 
 
-@pytest.mark.parametrize(("dialect", "fault"), sorted(CORPUS_TWINS), ids=[f"{d}-{f}" for d, f in sorted(CORPUS_TWINS)])
-def test_a_fault_ends_as_its_real_capture_does(dialect, fault):
-    captured = corpus_file(CORPUS_TWINS[dialect, fault])
-    sent = wire(dialect, fault)
-    tail = 3 if dialect == "chat" else 2
+@pytest.mark.parametrize(("protocol", "fault"), sorted(CORPUS_TWINS), ids=[f"{d}-{f}" for d, f in sorted(CORPUS_TWINS)])
+def test_a_fault_ends_as_its_real_capture_does(protocol, fault):
+    captured = corpus_file(CORPUS_TWINS[protocol, fault])
+    sent = wire(protocol, fault)
+    tail = 3 if protocol == "chat" else 2
 
     def ending(body: bytes) -> list[str]:
-        return [kind(dialect, n, d) for n, d in events(body)][-tail:]
+        return [kind(protocol, n, d) for n, d in events(body)][-tail:]
 
     assert ending(sent.body) == ending(captured)
-    assert scan(sent.body, dialect).category == scan(captured, dialect).category
-    if dialect == "gemini":
+    assert scan(sent.body, protocol).category == scan(captured, protocol).category
+    if protocol == "gemini":
         assert sent.body.endswith(b"\r\n\r\n") and captured.endswith(b"\r\n\r\n")
-    if (dialect, fault) == ("responses", "F4"):
+    if (protocol, fault) == ("responses", "F4"):
         final = events(sent.body)[-1][1]["response"]
         real = events(captured)[-1][1]["response"]
         assert (

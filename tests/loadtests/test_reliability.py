@@ -4,19 +4,17 @@ pass/fail judgement (its exit status) is checked along with the figures it print
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.service.conftest import postgres_admin
+from tests import dependencies
+from tests.dependencies import postgres_admin
 
 REPO = Path(__file__).resolve().parents[2]
-REQUIRE_WRK = os.environ.get("FASTSSE_REQUIRE_WRK") == "1"
 
 
 def run(*args: str, timeout: float) -> tuple[int, str, dict]:
@@ -53,10 +51,7 @@ def test_the_load_command_runs_locust_and_reports(tmp_path):
 
 
 def test_overload_is_refused_quickly_and_nothing_acknowledged_is_lost(postgres):
-    if not shutil.which("wrk"):
-        if REQUIRE_WRK:
-            pytest.fail("wrk is needed (FASTSSE_REQUIRE_WRK=1) but not installed")
-        pytest.skip("wrk is not installed")
+    dependencies.wrk()
     code, output, result = run("loadtests.reliability", "overload", "--quick", timeout=300)
     assert code == 0, output
     over, after = result["overload"], result["after"]

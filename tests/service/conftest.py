@@ -21,10 +21,9 @@ import httpx
 import pytest
 
 from loadtests.localhost import free_port, wait_until_answering
+from tests.dependencies import POSTGRES_ADMIN, postgres_admin
 
 REPO = Path(__file__).resolve().parents[2]
-POSTGRES_ADMIN = os.environ.get("POSTGRES_ADMIN_DSN", "host=127.0.0.1 port=5432 dbname=postgres user=postgres")
-REQUIRE_POSTGRES = os.environ.get("FASTSSE_REQUIRE_POSTGRES") == "1"
 
 INGEST_SECRET = "ingest-secret-gw1"
 # A Standard Webhooks secret (whsec_ + base64 of the key), for the signing gateway.
@@ -48,17 +47,6 @@ def metric_total(text: str, name: str, **labels: str) -> float:
         if all(found.get(k) == v for k, v in labels.items()):
             total += float(line.rsplit(" ", 1)[1])
     return total
-
-
-def postgres_admin():
-    import psycopg
-
-    try:
-        return psycopg.connect(POSTGRES_ADMIN, autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as exc:
-        if REQUIRE_POSTGRES:
-            pytest.fail(f"PostgreSQL is required here (FASTSSE_REQUIRE_POSTGRES=1): {exc}")
-        pytest.skip(f"PostgreSQL is not reachable at {POSTGRES_ADMIN}: {exc}")
 
 
 def dsn_to_url(dsn: str, dbname: str) -> str:

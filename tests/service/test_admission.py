@@ -10,8 +10,10 @@ import time
 import httpx
 import pytest
 
-from .conftest import INGEST_SECRET, READ
-from .streams import chat_stream
+from loadtests.localhost import wait_until
+from loadtests.wire import short_stream
+
+from .conftest import INGEST_SECRET, READ, metric_total
 
 
 def open_upload(port: int, stream_id: str, length: int, first: bytes) -> socket.socket:
@@ -42,6 +44,16 @@ def stored_ids(server) -> set[str]:
     return {v["stream_id"] for v in answer.json()["verdicts"]}
 
 
+def wait_in_progress(server, pool: str, count: int) -> None:
+    """Until the service says ``count`` posts of ``pool`` are in progress (admitted, not answered)."""
+
+    def in_progress() -> bool:
+        text = httpx.get(f"{server.url}/metrics", timeout=10).text
+        return metric_total(text, "fastsse_ingest_posts_in_progress", pool=pool) == count
+
+    wait_until(in_progress, what=f"{count} {pool} posts in progress")
+
+
 def post(server, stream_id: str, body: bytes) -> httpx.Response:
     return httpx.post(
         f"{server.url}/v1/streams",
@@ -54,9 +66,9 @@ def post(server, stream_id: str, body: bytes) -> httpx.Response:
 
 def test_past_the_inflight_limit_a_post_is_refused_at_once_and_the_rest_go_on(serve):
     server = serve(max_inflight_posts=2)
-    body = chat_stream(text="the held posts")
+    body = short_stream(text="the held posts")
     held = [open_upload(server.port, f"held-{n}", len(body), body[:10]) for n in range(2)]
-    time.sleep(0.3)  # both are in progress now
+    wait_in_progress(server, "bearer", 2)
     started = time.monotonic()
     refused = post(server, "refused", body)
     assert refused.status_code == 503
@@ -74,7 +86,7 @@ def test_past_the_inflight_limit_a_post_is_refused_at_once_and_the_rest_go_on(se
 def test_unverified_signed_posts_cannot_take_the_slots_of_authenticated_gateways(serve):
     # Anyone can send webhook headers; the signature is checked once the body is in.
     server = serve(max_inflight_posts=4)
-    body = chat_stream(text="signed or not")
+    body = short_stream(text="signed or not")
     held = []
     for n in range(3):
         sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
@@ -85,7 +97,8 @@ def test_unverified_signed_posts_cannot_take_the_slots_of_authenticated_gateways
             + body[:5]
         )
         held.append(sock)
-    time.sleep(0.3)
+        if n == 0:  # the first takes the one slot before the others arrive
+            wait_in_progress(server, "signed", 1)
     statuses = [answer_of(sock)[0] for sock in held[1:]]  # one slot for signed posts: 4 // 4
     assert statuses == [503, 503]
     assert post(server, "authenticated", body).status_code == 201
@@ -98,7 +111,7 @@ def test_unverified_signed_posts_cannot_take_the_slots_of_authenticated_gateways
 
 def test_an_upload_that_stops_sending_gets_a_408_and_stores_nothing(serve):
     server = serve(upload_idle_timeout_seconds=0.5)
-    body = chat_stream(text="a stalled upload")
+    body = short_stream(text="a stalled upload")
     sock = open_upload(server.port, "stalled", len(body), body[:20])
     started = time.monotonic()
     status, raw = answer_of(sock)
@@ -112,7 +125,7 @@ def test_an_upload_that_stops_sending_gets_a_408_and_stores_nothing(serve):
 
 def test_an_upload_dribbled_past_the_total_timeout_gets_a_408_and_starves_nobody(serve):
     server = serve(upload_idle_timeout_seconds=5, upload_timeout_seconds=1.5)
-    body = chat_stream(text="a dribbled upload")
+    body = short_stream(text="a dribbled upload")
     sock = open_upload(server.port, "dribbled", len(body), body[:1])
     started = time.monotonic()
     served_meanwhile = []
@@ -137,19 +150,21 @@ def test_an_upload_dribbled_past_the_total_timeout_gets_a_408_and_starves_nobody
 def test_an_upload_slower_than_the_idle_timeout_but_never_quiet_that_long_is_stored(serve):
     # One timer watches both limits; every chunk only moves the moment the idle limit counts
     # from, so a steady upload that takes three idle timeouts in all is not cut off.
-    server = serve(upload_idle_timeout_seconds=0.6, upload_timeout_seconds=30)
-    body = chat_stream(text="a slow but steady upload")
+    # Each gap is a sixth of the idle timeout, so that a busy machine stretching a gap cannot
+    # make it one; the gaps add up to more than the idle timeout.
+    server = serve(upload_idle_timeout_seconds=1.2, upload_timeout_seconds=60)
+    body = short_stream(text="a slow but steady upload")
     pieces = 10
     size = len(body) // pieces + 1
     sock = open_upload(server.port, "steady", len(body), body[:size])
     started = time.monotonic()
     for at in range(size, len(body), size):
-        time.sleep(0.25)
+        time.sleep(0.2)  # the scenario: a slow sender
         sock.sendall(body[at : at + size])
     status, raw = answer_of(sock)
     sock.close()
     assert status == 201, raw
-    assert time.monotonic() - started > 1.8  # three times the idle timeout
+    assert time.monotonic() - started > 1.2  # longer in all than the idle timeout
     assert stored_ids(server) == {"steady"}
 
 

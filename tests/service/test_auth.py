@@ -7,9 +7,9 @@ import time
 import pytest
 
 from fastsse_service.auth import ConfigError, Credentials, parse_tokens, sign_webhook
+from loadtests.wire import short_stream
 
 from .conftest import INGEST, INGEST_SECRET, READ, READ_SECRET, WEBHOOK_SECRET
-from .streams import chat_stream
 from .test_ingest import stored_rows
 
 
@@ -35,7 +35,7 @@ def signed_headers(
     ],
 )
 def test_ingest_without_a_gateway_secret_is_401_and_stores_nothing(client, database_url, headers):
-    response = client.post("/v1/streams", params={"stream_id": "s"}, content=chat_stream(), headers=headers)
+    response = client.post("/v1/streams", params={"stream_id": "s"}, content=short_stream(), headers=headers)
     assert response.status_code == 401
     assert response.headers["www-authenticate"] == "Bearer"
     assert stored_rows(database_url) == []
@@ -48,7 +48,7 @@ def test_credentials_are_checked_before_parameters(client):
 
 def test_gateway_comes_from_the_credential_not_a_parameter(client):
     verdict = client.post(
-        "/v1/streams", params={"stream_id": "s", "gateway": "signer"}, content=chat_stream(), headers=INGEST
+        "/v1/streams", params={"stream_id": "s", "gateway": "signer"}, content=short_stream(), headers=INGEST
     ).json()
     assert verdict["gateway"] == "gw1"
 
@@ -61,14 +61,14 @@ def test_reads_need_a_read_token(client, path):
 
 
 def test_signed_post_is_accepted_as_the_signing_gateway(client, database_url):
-    body = chat_stream()
+    body = short_stream()
     response = client.post("/v1/streams", params={"stream_id": "signed"}, content=body, headers=signed_headers(body))
     assert response.status_code == 201, response.text
     assert response.json()["gateway"] == "signer"
 
 
 def test_signed_chunked_post_is_checked_over_the_streamed_body(client):
-    body = chat_stream(text="many words " * 300)
+    body = short_stream(text="many words " * 300)
     pieces = (body[i : i + 700] for i in range(0, len(body), 700))
     response = client.post(
         "/v1/streams", params={"stream_id": "signed-chunked"}, content=pieces, headers=signed_headers(body)
@@ -81,7 +81,7 @@ def test_signed_chunked_post_is_checked_over_the_streamed_body(client):
     ["body", "secret", "expired", "future", "missing-id", "not-base64", "v2-only"],
 )
 def test_bad_signatures_are_401_and_store_nothing(client, database_url, tamper):
-    body = chat_stream()
+    body = short_stream()
     headers = signed_headers(body)
     sent = body
     if tamper == "body":
@@ -104,7 +104,7 @@ def test_bad_signatures_are_401_and_store_nothing(client, database_url, tamper):
 
 
 def test_one_of_several_signatures_may_match(client):
-    body = chat_stream()
+    body = short_stream()
     headers = signed_headers(body)
     headers["webhook-signature"] = "v1,AAAA " + headers["webhook-signature"]
     response = client.post("/v1/streams", params={"stream_id": "rotated"}, content=body, headers=headers)

@@ -7,8 +7,12 @@ import subprocess
 
 import httpx
 
+from loadtests.wire import short_stream
+from tests.fastsse.events import a_error, a_start, a_text, anthropic, chat_tool_stream
+
 from .conftest import INGEST, INGEST_SECRET, READ, READ_SECRET, WEBHOOK_SECRET
-from .streams import CANARY, anthropic_stream, chat_stream
+
+CANARY = "CANARY-payload-7f3a9c51-must-never-be-stored"
 
 
 def canary_streams() -> list[tuple[dict, bytes]]:
@@ -17,15 +21,17 @@ def canary_streams() -> list[tuple[dict, bytes]]:
     (The served model name is metadata the verdict records on purpose, sanitized and capped,
     so the canary is not put there.)
     """
-    chat = chat_stream(text=f"secret {CANARY} text")
+    chat = short_stream(text=f"secret {CANARY} text")
+    refusal = chat.replace(b'"content":"secret"', b'"refusal":"' + CANARY.encode() + b'"')
+    assert refusal != chat
     return [
         ({"protocol": "chat"}, chat),
         ({"protocol": "chat"}, chat[: chat.index(CANARY.encode()) + 10]),  # cut inside it
-        ({"protocol": "chat"}, chat_stream(tool_arguments='{"q": "' + CANARY + '"}')),
-        ({"protocol": "chat"}, chat_stream(tool_arguments='{"q": "' + CANARY)),  # malformed
+        ({"protocol": "chat"}, chat_tool_stream('{"q": "' + CANARY + '"}')),
+        ({"protocol": "chat"}, chat_tool_stream('{"q": "' + CANARY)),  # malformed
         ({"protocol": "chat"}, b'data: {"error": {"message": "' + CANARY.encode() + b'", "type": "server_error"}}\n\n'),
-        ({"protocol": "anthropic"}, anthropic_stream(text=CANARY)),
-        ({"protocol": "anthropic"}, anthropic_stream(error=CANARY)),
+        ({"protocol": "anthropic"}, short_stream("anthropic", text=CANARY)),
+        ({"protocol": "anthropic"}, anthropic(a_start(), *a_text(0, "Hi"), a_error("overloaded_error", CANARY))),
         (
             {"protocol": "responses"},
             b'event: response.failed\ndata: {"type": "response.failed", '
@@ -36,7 +42,7 @@ def canary_streams() -> list[tuple[dict, bytes]]:
         ({"protocol": "chat"}, b"data: " + CANARY.encode() * 50 + b"\n\n"),
         ({}, b'data: {"x": "' + CANARY.encode() + b"\n\n" + chat),  # a broken event
         ({}, chat + b'data: {"choices": [{"delta": {"content": "' + CANARY.encode()),  # residue
-        ({}, chat.replace(b'"content": "secret "', b'"refusal": "' + CANARY.encode() + b'"')),
+        ({}, refusal),
     ]
 
 

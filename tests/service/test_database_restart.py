@@ -14,10 +14,12 @@ import pytest
 from sqlalchemy import create_engine, select
 
 from fastsse_service.models import StoredVerdict
+from loadtests.localhost import wait_until
 from loadtests.throwaway_postgres import PostgresToolsMissing, ThrowawayPostgres
+from loadtests.wire import short_stream
+from tests.dependencies import postgres_tools_missing
 
-from .conftest import INGEST, REQUIRE_POSTGRES
-from .streams import chat_stream
+from .conftest import INGEST
 
 
 @pytest.fixture
@@ -25,9 +27,7 @@ def throwaway_postgres():
     try:
         server = ThrowawayPostgres()
     except PostgresToolsMissing as exc:
-        if REQUIRE_POSTGRES:
-            pytest.fail(f"{exc} (FASTSSE_REQUIRE_POSTGRES=1)")
-        pytest.skip(str(exc))
+        postgres_tools_missing(str(exc))
     try:
         server.start()
         yield server
@@ -38,7 +38,7 @@ def throwaway_postgres():
 def test_no_acknowledged_verdict_is_lost_across_a_database_crash(throwaway_postgres, service_process):
     database = throwaway_postgres
     service = service_process({"DATABASE_URL": database.url, "WRITE_TIMEOUT_SECONDS": "10"})
-    body = chat_stream(text="a reasonably long answer " * 20)
+    body = short_stream(text="a reasonably long answer " * 20)
     acknowledged: list[str] = []
     refused: list[str] = []
     stop = threading.Event()
@@ -64,15 +64,13 @@ def test_no_acknowledged_verdict_is_lost_across_a_database_crash(throwaway_postg
     for thread in threads:
         thread.start()
     try:
-        time.sleep(1.5)
+        wait_until(lambda: len(acknowledged) >= 20, what="traffic acknowledged before the crash")
         before_crash = len(acknowledged)
         database.stop("immediate")  # like a crash: no shutdown checkpoint
-        time.sleep(2.0)
+        wait_until(lambda: refused, what="the outage noticed: a post refused with 503")
         during_outage = len(acknowledged)
         database.start()
-        deadline = time.monotonic() + 30
-        while len(acknowledged) < during_outage + 50 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: len(acknowledged) >= during_outage + 50, what="the service recovered by itself", timeout=30)
     finally:
         stop.set()
         for thread in threads:

@@ -21,9 +21,9 @@ from fastsse_service.ingest import IngestParams, Refusal, Refused, Stored, inges
 from fastsse_service.models import StoredVerdict, VerdictRollup
 from fastsse_service.stores import open_store
 from fastsse_service.writer import VerdictWriter
+from loadtests.wire import short_stream
 
 from .conftest import INGEST
-from .streams import anthropic_stream, chat_stream
 
 
 def post(client, body: bytes, **params):
@@ -40,7 +40,7 @@ def stored_rows(url: str) -> list[dict]:
 
 
 def test_complete_stream_is_stored_and_answered_201(client, database_url):
-    response = post(client, chat_stream(), tool="codex", stream_id="abc-1")
+    response = post(client, short_stream(), tool="codex", stream_id="abc-1")
     assert response.status_code == 201, response.text
     verdict = response.json()
     assert verdict["category"] == "complete"
@@ -50,19 +50,19 @@ def test_complete_stream_is_stored_and_answered_201(client, database_url):
     assert verdict["finish_reason"] == "stop" and verdict["end_marker_seen"] is True
     [row] = stored_rows(database_url)
     assert row["id"] == verdict["id"] and row["category"] == "complete"
-    assert row["bytes"] == len(chat_stream())
+    assert row["bytes"] == len(short_stream())
 
 
 @pytest.mark.parametrize(
     ("body", "params", "category", "silent"),
     [
-        (chat_stream(done=False), {}, "no_end_marker", True),
-        (chat_stream(finish="length"), {}, "truncated_length", True),
-        (chat_stream(done=False), {"transport": "reset"}, "transport_error", False),
-        (chat_stream(), {"upstream_status": "502"}, "complete", False),
-        (chat_stream(done=False), {"upstream_status": "500"}, "no_end_marker", False),
-        (chat_stream() + b'data: {"id": "chatc', {}, "buffer_residual", True),
-        (anthropic_stream(error="busy"), {"protocol": "anthropic"}, "upstream_error", True),
+        (short_stream("chat", "F2"), {}, "no_end_marker", True),
+        (short_stream("chat", "F4"), {}, "truncated_length", True),
+        (short_stream("chat", "F2"), {"transport": "reset"}, "transport_error", False),
+        (short_stream(), {"upstream_status": "502"}, "complete", False),
+        (short_stream("chat", "F2"), {"upstream_status": "500"}, "no_end_marker", False),
+        (short_stream() + b'data: {"id": "chatc', {}, "buffer_residual", True),
+        (short_stream("anthropic", "error"), {"protocol": "anthropic"}, "upstream_error", True),
         (b"", {}, "no_end_marker", True),
     ],
 )
@@ -73,16 +73,16 @@ def test_category_and_silent_rule(client, body, params, category, silent):
 
 
 def test_same_bytes_again_gives_200_and_one_row(client, database_url):
-    first = post(client, chat_stream(), stream_id="dup")
-    again = post(client, chat_stream(), stream_id="dup", tool="other-params-are-ignored")
+    first = post(client, short_stream(), stream_id="dup")
+    again = post(client, short_stream(), stream_id="dup", tool="other-params-are-ignored")
     assert (first.status_code, again.status_code) == (201, 200)
     assert again.json() == first.json()
     assert len(stored_rows(database_url)) == 1
 
 
 def test_other_bytes_under_a_stored_id_give_409(client, database_url):
-    assert post(client, chat_stream(), stream_id="dup").status_code == 201
-    conflict = post(client, chat_stream(done=False), stream_id="dup")
+    assert post(client, short_stream(), stream_id="dup").status_code == 201
+    conflict = post(client, short_stream("chat", "F2"), stream_id="dup")
     assert conflict.status_code == 409
     assert "different bytes" in conflict.json()["detail"]
     [row] = stored_rows(database_url)
@@ -96,7 +96,7 @@ def test_stream_ids_are_per_gateway(serve, database_url):
             response = http.post(
                 "/v1/streams",
                 params={"stream_id": "same"},
-                content=chat_stream(),
+                content=short_stream(),
                 headers={"Authorization": f"Bearer {secret}"},
             )
             assert response.status_code == 201
@@ -104,7 +104,7 @@ def test_stream_ids_are_per_gateway(serve, database_url):
 
 
 def test_concurrent_duplicates_store_exactly_one_row(server, database_url):
-    body = chat_stream(text="one two three " * 50)
+    body = short_stream(text="one two three " * 50)
 
     def send(_):
         with httpx.Client(base_url=server.url, timeout=30) as http:
@@ -122,7 +122,7 @@ def test_concurrent_duplicates_store_exactly_one_row(server, database_url):
 
 
 def test_rows_and_rollups_agree_after_many_posts(server, database_url):
-    bodies = [chat_stream(), chat_stream(done=False), chat_stream(finish="length")]
+    bodies = [short_stream(), short_stream("chat", "F2"), short_stream("chat", "F4")]
 
     def send(i):
         with httpx.Client(base_url=server.url, timeout=30) as http:
@@ -156,16 +156,16 @@ def test_rows_and_rollups_agree_after_many_posts(server, database_url):
     ],
 )
 def test_silent_model_fallback(client, requested, served, fallback):
-    verdict = post(client, chat_stream(model=served), model_requested=requested).json()
+    verdict = post(client, short_stream(model=served), model_requested=requested).json()
     assert verdict["model_fallback"] is fallback
     assert verdict["model"] == served and verdict["model_requested"] == requested
     assert verdict["category"] == "complete"  # the category stays what the bytes say
 
 
 def test_tool_is_sanitized_and_capped(client):
-    verdict = post(client, chat_stream(), tool="  Claude Code<script>" + "x" * 200).json()
+    verdict = post(client, short_stream(), tool="  Claude Code<script>" + "x" * 200).json()
     assert verdict["tool"] == ("claudecodescript" + "x" * 200)[:64]
-    assert post(client, chat_stream(), stream_id="s-2").json()["tool"] == "unknown"
+    assert post(client, short_stream(), stream_id="s-2").json()["tool"] == "unknown"
 
 
 @pytest.mark.parametrize(
@@ -184,25 +184,25 @@ def test_tool_is_sanitized_and_capped(client):
     ],
 )
 def test_bad_parameters_get_422_with_the_reason(client, database_url, params, field):
-    response = client.post("/v1/streams", params=params, content=chat_stream(), headers=INGEST)
+    response = client.post("/v1/streams", params=params, content=short_stream(), headers=INGEST)
     assert response.status_code == 422
     assert any(field in error["loc"] for error in response.json()["detail"])
     assert stored_rows(database_url) == []
 
 
 def test_body_over_the_limit_gets_413_and_nothing_stored(serve, database_url):
-    server = serve(max_body_bytes=1000)
+    server = serve(max_body_bytes=5000)  # a short stream is about 1,300 bytes
     with httpx.Client(base_url=server.url) as http:
-        response = post(http, chat_stream(text="word " * 400))
+        response = post(http, short_stream(text="word " * 400))
         assert response.status_code == 413 and "MAX_BODY_BYTES" in response.json()["detail"]
 
         def chunks():
             for _ in range(100):
-                yield b": keep-alive padding " * 10
+                yield b": keep-alive padding " * 10  # 21,000 bytes in all
 
         chunked = http.post("/v1/streams", params={"stream_id": "c"}, content=chunks(), headers=INGEST)
         assert chunked.status_code == 413
-        assert post(http, chat_stream(), stream_id="small").status_code == 201
+        assert post(http, short_stream(), stream_id="small").status_code == 201
     assert [r["stream_id"] for r in stored_rows(database_url)] == ["small"]
 
 
@@ -267,7 +267,7 @@ def test_chunked_body_past_the_limit_is_cut_off_while_it_streams(serve, database
 
 
 def test_upload_that_breaks_off_stores_nothing(server, database_url):
-    body = chat_stream()
+    body = short_stream()
     head = (
         b"POST /v1/streams?stream_id=cut HTTP/1.1\r\nHost: x\r\n"
         b"Authorization: Bearer ingest-secret-gw1\r\n" + f"Content-Length: {len(body) + 500}\r\n\r\n".encode()
@@ -275,14 +275,14 @@ def test_upload_that_breaks_off_stores_nothing(server, database_url):
     raw_request(server.port, head, [body], read=False)  # closes after sending too few bytes
     # The next request is answered only after the server saw the broken upload (same loop).
     with httpx.Client(base_url=server.url) as http:
-        assert post(http, chat_stream(), stream_id="after").status_code == 201
+        assert post(http, short_stream(), stream_id="after").status_code == 201
     assert [r["stream_id"] for r in stored_rows(database_url)] == ["after"]
 
 
 def test_database_down_gives_503_with_retry_after(serve):
     server = serve(database_url="postgresql+psycopg://postgres@127.0.0.1:1/none", write_timeout_seconds=20)
     with httpx.Client(base_url=server.url, timeout=30) as http:
-        response = post(http, chat_stream())
+        response = post(http, short_stream())
         assert response.status_code == 503
         assert response.headers["retry-after"] == "5"
         assert "retry" in response.json()["detail"]
@@ -291,22 +291,22 @@ def test_database_down_gives_503_with_retry_after(serve):
 
 
 def test_max_event_bytes_is_handed_to_fastsse(serve):
-    server = serve(max_event_bytes=256)
+    server = serve(max_event_bytes=1024)
     with httpx.Client(base_url=server.url) as http:
-        verdict = post(http, chat_stream(text="long " * 100)).json()
-        # chat_stream puts each word in its own small event: within the limit.
+        verdict = post(http, short_stream(text="long " * 100)).json()
+        # each word is an event of its own (about 300 bytes): within the limit.
         assert verdict["category"] == "complete"
-        big = b'data: {"choices": [{"index": 0, "delta": {"content": "' + b"x" * 400 + b'"}}]}\n\n'
-        verdict = post(http, big + chat_stream(), stream_id="big").json()
+        big = b'data: {"choices": [{"index": 0, "delta": {"content": "' + b"x" * 2000 + b'"}}]}\n\n'
+        verdict = post(http, big + short_stream(), stream_id="big").json()
         assert verdict["category"] == "limit_exceeded" and verdict["limit"] is not None
 
 
 def test_a_parameter_given_twice_is_refused_and_unknown_ones_are_ignored(client, database_url):
-    twice = client.post("/v1/streams?stream_id=a&stream_id=b", content=chat_stream(), headers=INGEST)
+    twice = client.post("/v1/streams?stream_id=a&stream_id=b", content=short_stream(), headers=INGEST)
     assert twice.status_code == 422
     assert twice.json()["detail"][0]["loc"] == ["query", "stream_id"]
     assert stored_rows(database_url) == []
-    newer = post(client, chat_stream(), stream_id="n-1", sent_by="a newer gateway")
+    newer = post(client, short_stream(), stream_id="n-1", sent_by="a newer gateway")
     assert newer.status_code == 201
 
 
@@ -366,18 +366,18 @@ def test_the_fast_path_answers_as_the_fastapi_route_does(make_settings, database
         def pieces(self):
             yield from (self[i : i + 4096] for i in range(0, len(self), 4096))
 
-    too_large = chat_stream(text="a long answer " * 2000)
+    too_large = short_stream(text="a long answer " * 2000)
     cases = [
-        ({"stream_id": "p-1", "tool": "codex"}, chat_stream(), INGEST),
-        ({"stream_id": "p-1", "tool": "codex"}, chat_stream(), INGEST),  # duplicate: 200
-        ({"stream_id": "p-1"}, chat_stream(finish="length"), INGEST),  # conflict: 409
-        ({"stream_id": "p-2"}, chat_stream(), {}),  # no credential: 401
-        ({"stream_id": "p-2"}, chat_stream(), {"Authorization": "Bearer nope"}),
-        ({"stream_id": "has space", "attempt": "-3"}, chat_stream(), INGEST),  # 422
+        ({"stream_id": "p-1", "tool": "codex"}, short_stream(), INGEST),
+        ({"stream_id": "p-1", "tool": "codex"}, short_stream(), INGEST),  # duplicate: 200
+        ({"stream_id": "p-1"}, short_stream("chat", "F4"), INGEST),  # conflict: 409
+        ({"stream_id": "p-2"}, short_stream(), {}),  # no credential: 401
+        ({"stream_id": "p-2"}, short_stream(), {"Authorization": "Bearer nope"}),
+        ({"stream_id": "has space", "attempt": "-3"}, short_stream(), INGEST),  # 422
         ({"stream_id": "p-3", "transport": "reset"}, b"", INGEST),
         ({"stream_id": "p-4"}, too_large, INGEST),  # 413 before a byte is read
         ({"stream_id": "p-5"}, Chunked(too_large), INGEST),  # 413 once past the limit
-        ({"stream_id": "p-6"}, Chunked(chat_stream()), INGEST),  # chunked: 201
+        ({"stream_id": "p-6"}, Chunked(short_stream()), INGEST),  # chunked: 201
     ]
 
     def answers(fast: bool, gateway: str) -> list:
@@ -443,11 +443,19 @@ def test_a_bug_on_the_fast_path_is_a_counted_500_and_the_service_goes_on(serve, 
         before = answers_500()
         # One connection each: the server closes the one an exception escaped on.
         first = httpx.post(
-            f"{server.url}/v1/streams", params={"stream_id": "bug-1"}, content=chat_stream(), headers=INGEST, timeout=30
+            f"{server.url}/v1/streams",
+            params={"stream_id": "bug-1"},
+            content=short_stream(),
+            headers=INGEST,
+            timeout=30,
         )
         assert (first.status_code, first.text) == (500, "Internal Server Error")
         second = httpx.post(
-            f"{server.url}/v1/streams", params={"stream_id": "bug-2"}, content=chat_stream(), headers=INGEST, timeout=30
+            f"{server.url}/v1/streams",
+            params={"stream_id": "bug-2"},
+            content=short_stream(),
+            headers=INGEST,
+            timeout=30,
         )
         assert second.status_code == 201
         assert answers_500() == before + 1
@@ -460,7 +468,7 @@ def test_ended_at_keeps_a_late_post_at_its_own_time(client, database_url):
     from datetime import datetime, timedelta, timezone
 
     ended = datetime.now(timezone.utc) - timedelta(days=3)
-    response = post(client, chat_stream(), stream_id="late-1", ended_at=ended.isoformat().replace("+00:00", "Z"))
+    response = post(client, short_stream(), stream_id="late-1", ended_at=ended.isoformat().replace("+00:00", "Z"))
     assert response.status_code == 201, response.text
     verdict = response.json()
     assert verdict["ended_at"].startswith(ended.strftime("%Y-%m-%dT%H:%M"))
@@ -478,7 +486,7 @@ def test_ended_at_keeps_a_late_post_at_its_own_time(client, database_url):
         ("yesterday", "ISO 8601"),
         ((datetime.now(timezone.utc) - timedelta(days=500)).isoformat(), "older"),
     ]:
-        refused = post(client, chat_stream(), stream_id="late-2", ended_at=bad)
+        refused = post(client, short_stream(), stream_id="late-2", ended_at=bad)
         assert refused.status_code == 422, bad
         assert refused.json()["detail"][0]["loc"] == ["query", "ended_at"]
         assert reason in refused.json()["detail"][0]["msg"]
@@ -505,10 +513,10 @@ def test_the_ingest_function_stores_and_refuses_without_http(sqlite_url):
     async def answers():
         await writer.start()
         try:
-            first = await post("fn-1", chat_stream(), tool="codex")
-            again = await post("fn-1", chat_stream(), tool="codex")
-            other = await post("fn-1", chat_stream(text="other bytes"), tool="codex")
-            ahead = await post("fn-2", chat_stream(), ended_at=datetime.now(timezone.utc) + timedelta(hours=1))
+            first = await post("fn-1", short_stream(), tool="codex")
+            again = await post("fn-1", short_stream(), tool="codex")
+            other = await post("fn-1", short_stream(text="other bytes"), tool="codex")
+            ahead = await post("fn-2", short_stream(), ended_at=datetime.now(timezone.utc) + timedelta(hours=1))
             return first, again, other, ahead
         finally:
             await writer.stop()

@@ -17,9 +17,9 @@ from fastsse_service.app import create_app
 from fastsse_service.config import Settings
 from fastsse_service.db import alembic_config, make_engine, migrate
 from fastsse_service.retention import prune
+from loadtests.wire import short_stream
 
 from .conftest import INGEST, TOKENS, ThreadServer
-from .streams import chat_stream
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def post(
     params = {"stream_id": stream_id}
     if ended_at is not None:
         params["ended_at"] = ended_at.isoformat()
-    return http.post("/v1/streams", params=params, content=body or chat_stream())
+    return http.post("/v1/streams", params=params, content=body or short_stream())
 
 
 def query(url: str, sql: str, **params):
@@ -87,7 +87,7 @@ def test_a_stream_id_is_stored_once_whatever_day_it_ended(pg):
         assert first.status_code == 201
         again = post(http, "s1", ended_at=now)  # today's partition, had it been new
         assert again.status_code == 200 and again.json()["id"] == first.json()["id"]
-        other = post(http, "s1", ended_at=now, body=chat_stream(text="other bytes"))
+        other = post(http, "s1", ended_at=now, body=short_stream(text="other bytes"))
         assert other.status_code == 409
     assert where_stored(pg) == {"s1": partitions.DEFAULT}
     assert keys(pg) == ["s1"]

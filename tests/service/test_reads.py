@@ -9,21 +9,21 @@ import pytest
 from fastsse_service.api.filters import parse_window
 from fastsse_service.db import make_engine, make_sessionmaker
 from fastsse_service.queries import Span, silent_rates
+from loadtests.wire import short_stream
 
 from .conftest import INGEST, READ
-from .streams import anthropic_stream, chat_stream
 
 
 @pytest.fixture
 def posted(client):
     """Six stored verdicts: 3 codex/chat (1 complete, 2 silent), 2 claude-code/anthropic, 1 reset."""
     plan = [
-        ("codex", chat_stream(), {}),
-        ("codex", chat_stream(done=False), {}),
-        ("codex", chat_stream(finish="length"), {}),
-        ("claude-code", anthropic_stream(), {}),
-        ("claude-code", anthropic_stream(stop_reason="max_tokens"), {}),
-        ("codex", chat_stream(done=False), {"transport": "reset"}),
+        ("codex", short_stream(), {}),
+        ("codex", short_stream("chat", "F2"), {}),
+        ("codex", short_stream("chat", "F4"), {}),
+        ("claude-code", short_stream("anthropic"), {}),
+        ("claude-code", short_stream("anthropic", "F4"), {}),
+        ("codex", short_stream("chat", "F2"), {"transport": "reset"}),
     ]
     for i, (tool, body, extra) in enumerate(plan):
         response = client.post(

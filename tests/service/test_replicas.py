@@ -7,32 +7,25 @@ Prometheus configuration is checked with promtool."""
 from __future__ import annotations
 
 import concurrent.futures
-import os
 import re
-import shutil
 import signal
 import subprocess
 import threading
-import time
 
 import httpx
 import pytest
 
-from loadtests.localhost import free_port, wait_until_answering
+from loadtests.localhost import free_port, wait_until, wait_until_answering
+from loadtests.wire import short_stream
+from tests import dependencies
 
 from .conftest import INGEST, READ, REPO, metric_total
-from .streams import chat_stream
-
-REQUIRE_HAPROXY = os.environ.get("FASTSSE_REQUIRE_HAPROXY") == "1"
 
 
 @pytest.fixture
 def replicas(service_process, postgres_url, tmp_path):
     """Two replicas and HAProxy in front of them: (balancer_url, [replica, replica])."""
-    if not shutil.which("haproxy"):
-        if REQUIRE_HAPROXY:
-            pytest.fail("haproxy is needed (FASTSSE_REQUIRE_HAPROXY=1) but not installed")
-        pytest.skip("haproxy is not installed (apt-get install haproxy)")
+    haproxy = dependencies.haproxy()
     from fastsse_service.db import migrate
 
     migrate(postgres_url)
@@ -44,7 +37,7 @@ def replicas(service_process, postgres_url, tmp_path):
     config += "".join(f"    server replica{n} 127.0.0.1:{r.port}\n" for n, r in enumerate(started, 1))
     (tmp_path / "haproxy.cfg").write_text(config)
     balancer = subprocess.Popen(
-        ["haproxy", "-db", "-f", str(tmp_path / "haproxy.cfg")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        [haproxy, "-db", "-f", str(tmp_path / "haproxy.cfg")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     url = f"http://127.0.0.1:{port}"
     if not wait_until_answering(f"{url}/readyz", balancer, timeout=20):
@@ -68,7 +61,7 @@ def rows(url: str) -> list[dict]:
 
 def test_the_same_stream_posted_to_both_replicas_at_once_is_stored_once(replicas):
     _, (first, second) = replicas
-    body = chat_stream(text="raced " * 50)
+    body = short_stream(text="raced " * 50)
     for n in range(20):
         barrier = threading.Barrier(2)
 
@@ -87,7 +80,7 @@ def test_the_same_stream_posted_to_both_replicas_at_once_is_stored_once(replicas
 
 def test_the_replicas_metrics_add_up_to_the_rows_and_rates_agree(replicas):
     url, replicas_ = replicas
-    bodies = [chat_stream(), chat_stream(done=False)]
+    bodies = [short_stream(), short_stream("chat", "F2")]
 
     def send(n: int) -> int:
         with httpx.Client(timeout=30) as http:  # a new connection each: both replicas serve
@@ -114,7 +107,7 @@ def test_the_replicas_metrics_add_up_to_the_rows_and_rates_agree(replicas):
 
 def test_a_replica_killed_mid_load_loses_no_acknowledged_verdict(replicas):
     url, (victim, _) = replicas
-    body = chat_stream(text="through the balancer " * 20)
+    body = short_stream(text="through the balancer " * 20)
     acknowledged, refused = [], []
     stop = threading.Event()
     lock = threading.Lock()
@@ -138,10 +131,10 @@ def test_a_replica_killed_mid_load_loses_no_acknowledged_verdict(replicas):
     for thread in threads:
         thread.start()
     try:
-        time.sleep(1.5)
+        wait_until(lambda: len(acknowledged) >= 20, what="traffic acknowledged through the balancer")
         victim.process.send_signal(signal.SIGKILL)  # no graceful shutdown
         killed_at = len(acknowledged)
-        time.sleep(3)
+        wait_until(lambda: len(acknowledged) >= killed_at + 50, what="the survivor serving on", timeout=30)
     finally:
         stop.set()
         for thread in threads:
@@ -155,12 +148,8 @@ def test_a_replica_killed_mid_load_loses_no_acknowledged_verdict(replicas):
 
 
 def test_the_shipped_prometheus_configuration_loads_the_rules():
-    if not shutil.which("promtool"):
-        if os.environ.get("FASTSSE_REQUIRE_PROMTOOL") == "1":
-            pytest.fail("promtool is needed (FASTSSE_REQUIRE_PROMTOOL=1)")
-        pytest.skip("promtool is not installed (Debian's prometheus package)")
     done = subprocess.run(
-        ["promtool", "check", "config", str(REPO / "deploy" / "prometheus" / "prometheus.yml")],
+        [dependencies.promtool(), "check", "config", str(REPO / "deploy" / "prometheus" / "prometheus.yml")],
         capture_output=True,
         text=True,
         timeout=60,
@@ -170,11 +159,10 @@ def test_the_shipped_prometheus_configuration_loads_the_rules():
 
 
 def test_the_shipped_haproxy_configuration_is_valid():
-    if not shutil.which("haproxy"):
-        if REQUIRE_HAPROXY:
-            pytest.fail("haproxy is needed (FASTSSE_REQUIRE_HAPROXY=1) but not installed")
-        pytest.skip("haproxy is not installed")
     done = subprocess.run(
-        ["haproxy", "-c", "-f", str(REPO / "deploy" / "haproxy.cfg")], capture_output=True, text=True, timeout=60
+        [dependencies.haproxy(), "-c", "-f", str(REPO / "deploy" / "haproxy.cfg")],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -10,11 +10,12 @@ from fastsse_service.db import make_engine
 from fastsse_service.judging import verdict_row
 from fastsse_service.stores import open_store
 from fastsse_service.writer import CREATED, VerdictWriter
+from loadtests.wire import short_stream
 
 from .conftest import INGEST, READ
-from .streams import chat_stream
+from .test_storage import queued
 
-COMPLETE, CUT, LENGTH = chat_stream(), chat_stream(done=False), chat_stream(finish="length")
+COMPLETE, CUT, LENGTH = short_stream(), short_stream("chat", "F2"), short_stream("chat", "F4")
 # (request, attempt, body): A recovers, B retries a token limit twice, then completes,
 # C completes at once, D never recovers.
 CHAINS = [
@@ -104,7 +105,7 @@ def test_attempts_of_one_request_in_one_batch_still_see_each_other(database_url)
     async def together():
         rows = [row("x1", CUT, 1), row("x2", CUT, 2), row("x3", COMPLETE, 3)]
         waiting = [asyncio.ensure_future(writer.write(r, timeout=10)) for r in rows]
-        await asyncio.sleep(0.05)  # all three queue up before the writer runs: one batch
+        await queued(writer, 3)  # all three queue up before the writer runs: one batch
         await writer.start()
         try:
             return await asyncio.gather(*waiting)

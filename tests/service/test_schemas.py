@@ -8,13 +8,12 @@ from datetime import datetime, timezone
 import fastsse
 from fastsse_service.api.schemas import VerdictOut, verdict_json
 from fastsse_service.judging import verdict_row
-
-from .streams import chat_stream
+from loadtests.wire import short_stream
 
 
 def stored_row(**changes) -> dict:
     row = verdict_row(
-        fastsse.scan(chat_stream(finish="length")),
+        fastsse.scan(short_stream("chat", "F4")),
         body_sha256="0" * 64,
         gateway="gw1",
         stream_id="s-1",

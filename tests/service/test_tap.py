@@ -25,8 +25,8 @@ import pytest
 from fastsse_service.config import TapSettings
 from fastsse_service.tap.proxy import Capture, Tap
 from fastsse_service.tap.spool import SUFFIX, Spool, Spooled
-from loadtests.localhost import free_port
-from loadtests.streams import EXPECTED_OVER_HTTP
+from loadtests.localhost import free_port, wait_until
+from loadtests.wire import EXPECTED_OVER_HTTP
 from tests.loadtests.mock_helpers import CASES, STALL_SECONDS, Mock, generation, request, stream_path
 
 from .conftest import INGEST_SECRET, READ, REPO, TOKENS, ThreadServer
@@ -114,12 +114,13 @@ def verdicts(service_url: str, **filters) -> list[dict]:
 
 
 def wait_for(service_url: str, count: int, timeout: float = 30, **filters) -> list[dict]:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = verdicts(service_url, **filters)
-        if len(found) >= count or time.monotonic() > deadline:
-            return sorted(found, key=lambda v: v["id"])
-        time.sleep(0.05)
+    """At least ``count`` stored verdicts matching ``filters`` (the tap posts in the background)."""
+    found = wait_until(
+        lambda: (lambda got: got if len(got) >= count else None)(verdicts(service_url, **filters)),
+        what=f"{count} verdicts stored with {filters}",
+        timeout=timeout,
+    )
+    return sorted(found, key=lambda v: v["id"])
 
 
 def spooled(directory) -> list:
@@ -129,7 +130,7 @@ def spooled(directory) -> list:
 
 def through(
     tap,
-    dialect: str,
+    protocol: str,
     fault: str = "F0",
     *,
     agent: str = "tap-test/1",
@@ -139,8 +140,8 @@ def through(
     return request(
         tap.port,
         "POST",
-        stream_path(dialect, f"/{fault}"),
-        body or generation(dialect),
+        stream_path(protocol, f"/{fault}"),
+        body or generation(protocol),
         {"user-agent": agent, **(headers or {})},
     )
 
@@ -148,11 +149,11 @@ def through(
 # ---------------------------------------------------------------------------------------------
 # relaying and judging
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("dialect", "fault"), CASES, ids=[f"{d}-{f}" for d, f in CASES])
-def test_every_fault_is_relayed_unchanged_and_its_verdict_stored(mock, service, taps, dialect, fault):
+@pytest.mark.parametrize(("protocol", "fault"), CASES, ids=[f"{d}-{f}" for d, f in CASES])
+def test_every_fault_is_relayed_unchanged_and_its_verdict_stored(mock, service, taps, protocol, fault):
     tap = taps.start(service.url)
-    agent = f"case-{dialect}-{fault}/1.0"
-    got = through(tap, dialect, fault, agent=agent)
+    agent = f"case-{protocol}-{fault}/1.0"
+    got = through(tap, protocol, fault, agent=agent)
 
     assert got["status"] == 200
     [sent] = [e for e in mock.entries() if e["user_agent"] == agent]
@@ -164,9 +165,9 @@ def test_every_fault_is_relayed_unchanged_and_its_verdict_stored(mock, service, 
     [stored] = wait_for(service.url, 1, tool=agent.split("/")[0].lower())
     assert stored["category"] == EXPECTED_OVER_HTTP[fault]
     assert stored["transport"] == ("reset" if fault == "reset" else "eof")
-    assert stored["protocol"] == dialect
+    assert stored["protocol"] == protocol
     assert stored["upstream_status"] == 200
-    assert stored["model_requested"] == MODEL.get(dialect, "mock-model")
+    assert stored["model_requested"] == MODEL.get(protocol, "mock-model")
     assert stored["request_id"].startswith("tap-") and stored["attempt"] == 1
     assert stored["bytes"] == len(got["body"])
     assert CANARY not in json.dumps(stored)
@@ -204,9 +205,7 @@ def test_a_client_that_hangs_up_mid_answer_is_not_judged(mock, service, taps):
             piece = sock.recv(65536)
             assert piece, "the tap sent no event before the stall"
             seen += piece
-    deadline = time.monotonic() + 10
-    while tap.tap.hung_up < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: tap.tap.hung_up >= 1, what="the tap saw the client hang up", timeout=10)
     assert tap.tap.hung_up == 1
     through(tap, "chat", "F0", agent="hang-up-marker/1")
     assert wait_for(service.url, 1, tool="hang-up-marker")
@@ -360,13 +359,12 @@ def test_a_dead_service_never_reaches_the_client_and_gets_every_verdict_when_bac
         assert got["ending"] == "eof"
     spooled_at = time.time()
     pending = tap.tap.spool.pending_dir
-    deadline = time.monotonic() + 10
-    while len(spooled(pending)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: len(spooled(pending)) >= 2, what="both captures spooled", timeout=10)
     assert len(spooled(pending)) == 2
     for path in spooled(pending):
         assert path.stat().st_mode & 0o777 == 0o600
-    time.sleep(1)  # the posters are backing off now
+    # both posts failed against the absent service, and the posters are backing off now
+    wait_until(lambda: tap.tap.poster.retried >= 2, what="both posts tried and failed", timeout=10)
     with ThreadServer(service_app(database_url), port=port) as service:
         stored = wait_for(service.url, 1, tool="while-down-f0") + wait_for(service.url, 1, tool="while-down-f4")
         assert [v["category"] for v in stored] == ["complete", "truncated_length"]
@@ -375,10 +373,7 @@ def test_a_dead_service_never_reaches_the_client_and_gets_every_verdict_when_bac
             time.mktime(time.strptime(v["ended_at"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone <= spooled_at
             for v in stored
         )
-        deadline = time.monotonic() + 10
-        while spooled(pending) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert spooled(pending) == [], "acknowledged captures must leave the spool"
+        wait_until(lambda: not spooled(pending), what="acknowledged captures leave the spool", timeout=10)
 
 
 def test_what_is_spooled_at_stop_is_posted_by_the_next_start(service, taps):
@@ -398,9 +393,7 @@ def test_a_full_spool_drops_new_captures_and_the_client_never_notices(taps, mock
     got = through(tap, "chat", "F0", agent="full-spool/1")
     [sent] = [e for e in mock.entries() if e["user_agent"] == "full-spool/1"]
     assert hashlib.sha256(got["body"]).hexdigest() == sent["sha256"]
-    deadline = time.monotonic() + 10
-    while tap.tap.spool.dropped < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: tap.tap.spool.dropped >= 1, what="the capture dropped", timeout=10)
     assert tap.tap.spool.dropped == 1
     assert spooled(tap.tap.spool.pending_dir) == []
 
@@ -432,12 +425,10 @@ def test_set_aside_captures_are_kept_within_a_tenth_of_the_bound(tmp_path):
 
 def test_a_capture_the_service_refuses_for_good_is_set_aside_not_retried(service, taps):
     spool = Spool(taps.tmp_path / "spool", 1 << 20)
-    spool.put({"stream_id": "refused-1", "protocol": "no-such-dialect"}, b"data: {}\n\n")
+    spool.put({"stream_id": "refused-1", "protocol": "no-such-protocol"}, b"data: {}\n\n")
     tap = taps.start(service.url)
-    deadline = time.monotonic() + 10
     # The file is moved first, then counted: wait for both.
-    while (not tap.tap.spool.rejected() or not tap.tap.poster.refused) and (time.monotonic() < deadline):
-        time.sleep(0.05)
+    wait_until(lambda: tap.tap.spool.rejected() and tap.tap.poster.refused, what="the capture set aside", timeout=10)
     assert len(tap.tap.spool.rejected()) == 1 and tap.tap.poster.refused == 1
     assert spooled(tap.tap.spool.pending_dir) == []
 
@@ -445,9 +436,7 @@ def test_a_capture_the_service_refuses_for_good_is_set_aside_not_retried(service
 def test_a_refused_token_keeps_the_captures_spooled(service, taps):
     tap = taps.start(service.url, ingest_token="not-a-token")
     through(tap, "chat", "F0", agent="bad-token/1")
-    deadline = time.monotonic() + 10
-    while tap.tap.poster.retried < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: tap.tap.poster.retried >= 1, what="the refused post retried", timeout=10)
     assert tap.tap.poster.retried >= 1 and tap.tap.poster.posted == 0
     assert len(spooled(tap.tap.spool.pending_dir)) == 1
     assert tap.tap.spool.rejected() == []
@@ -504,10 +493,11 @@ def test_the_tap_command_relays_posts_and_logs_no_payload(mock, service, tmp_pat
             stderr=subprocess.STDOUT,
         )
         try:
-            deadline = time.monotonic() + 30
-            while b"Uvicorn running" not in log_path.read_bytes():
-                assert process.poll() is None and time.monotonic() < deadline, log_path.read_text()
-                time.sleep(0.05)
+            wait_until(
+                lambda: b"Uvicorn running" in log_path.read_bytes() or process.poll() is not None,
+                what="the tap command started",
+            )
+            assert process.poll() is None, log_path.read_text()
             for fault in ("F0", "reset", "F3"):
                 got = request(
                     port,

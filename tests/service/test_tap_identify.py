@@ -1,4 +1,4 @@
-"""What the tap tells of a request without keeping it: its dialect, whether it streams, the
+"""What the tap tells of a request without keeping it: its protocol, whether it streams, the
 model, the tool, and whether it repeats an earlier request."""
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ from fastsse_service.db import make_engine
 from fastsse_service.judging import verdict_row
 from fastsse_service.models import VERDICTS
 from fastsse_service.verdict_fields import FIELDS, POST, VERDICT, WRITER
+from loadtests.wire import short_stream
 
 from .conftest import READ
-from .streams import chat_stream
 
 
 def test_every_field_of_a_verdict_is_stored_once():
@@ -41,7 +41,7 @@ def test_the_migrated_table_has_exactly_these_columns(database_url):
 
 def test_the_ingest_row_fills_every_column_but_the_writers():
     row = verdict_row(
-        fastsse.scan(chat_stream()),
+        fastsse.scan(short_stream()),
         body_sha256="0" * 64,
         gateway="gw",
         stream_id="s",
@@ -70,7 +70,7 @@ def test_the_api_shows_every_field_but_the_body_hash_with_its_type():
 
 def test_the_ingest_answer_is_the_response_model_as_json():
     row = verdict_row(
-        fastsse.scan(chat_stream()),
+        fastsse.scan(short_stream()),
         body_sha256="0" * 64,
         gateway="gw",
         stream_id="s",

@@ -18,8 +18,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from loadtests.wire import short_stream
+
 from .conftest import INGEST, READ, REPO
-from .streams import chat_stream
 
 # What the build needs from the checkout (not .venv, build outputs or caches).
 NOT_SOURCES = shutil.ignore_patterns(
@@ -128,7 +129,7 @@ def test_without_extras_the_library_and_its_cli_work_and_the_service_says_what_i
     run(bare / "python", "-m", "pip", "install", "--quiet", "--no-deps", wheel, cwd=tmp_path)
     assert "fastsse" in run(bare / "fastsse", "--version", cwd=tmp_path)
     stream = tmp_path / "stream.sse"
-    stream.write_bytes(chat_stream())
+    stream.write_bytes(short_stream())
     assert '"category": "complete"' in run(bare / "fastsse", "scan", str(stream), cwd=tmp_path)
     result = subprocess.run(
         [bare / "fastsse-service", "serve"], cwd=tmp_path, capture_output=True, text=True, timeout=60
@@ -162,7 +163,7 @@ def test_migrate_then_serve_from_an_empty_directory(installed, empty_dir, servic
         posted = http.post(
             "/v1/streams",
             params={"stream_id": "from-a-wheel", "tool": "codex"},
-            content=chat_stream(finish="length"),
+            content=short_stream("chat", "F4"),
             headers=INGEST,
         )
         assert posted.status_code == 201, posted.text

@@ -6,15 +6,16 @@ import concurrent.futures
 
 import httpx
 
+from loadtests.wire import short_stream
+
 from .conftest import INGEST, metric_total
-from .streams import chat_stream
 
 POSTS = 80
 
 
 def test_metrics_count_every_post_across_two_workers(service_process, database_url):
     service = service_process({"DATABASE_URL": database_url}, workers=2)
-    bodies = [chat_stream(), chat_stream(done=False)]
+    bodies = [short_stream(), short_stream("chat", "F2")]
 
     def send(i: int) -> int:
         # A new connection each time, so the kernel spreads them over both workers.
@@ -47,7 +48,7 @@ def test_unknown_tools_share_one_label(client):
             http.post(
                 "/v1/streams",
                 params={"stream_id": f"t{i}", "tool": f"made-up-{i}"},
-                content=chat_stream(),
+                content=short_stream(),
                 headers=INGEST,
             )
         after = http.get("/metrics").text
@@ -60,7 +61,7 @@ def test_unknown_tools_share_one_label(client):
 
 def test_duplicates_racing_through_two_workers_store_one_row(service_process, database_url):
     service = service_process({"DATABASE_URL": database_url}, workers=2)
-    body = chat_stream(text="same bytes " * 40)
+    body = short_stream(text="same bytes " * 40)
 
     def send(_: int) -> int:
         with httpx.Client(base_url=service.url, timeout=30) as http:

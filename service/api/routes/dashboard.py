@@ -64,7 +64,7 @@ async def dashboard(request: Request) -> Response:
     if team is None:
         here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         return RedirectResponse(f"/signin?next={quote(here)}", status_code=303)
-    return _page("index.html", team=team)
+    return _page("index.html", team=team, protocols=" ".join(fastsse.PROTOCOLS))
 
 
 @router.get("/signin", response_class=HTMLResponse)

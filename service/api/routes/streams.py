@@ -171,6 +171,8 @@ async def _answer(
             {"Retry-After": OVERLOAD_RETRY_AFTER_SECONDS},
         )
     state.inflight_posts[pool] += 1
+    in_progress = metrics.ingest_in_progress(pool)
+    in_progress.inc()
     try:
         outcome = await ingest(
             chunks,
@@ -183,6 +185,7 @@ async def _answer(
         return answer_for(outcome)
     finally:
         state.inflight_posts[pool] -= 1
+        in_progress.dec()
 
 
 async def serve_post(state, scope, receive, send) -> None:

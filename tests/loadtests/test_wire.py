@@ -1,32 +1,32 @@
-"""The stream generator of the load tests and the mock provider: every fault of every dialect
+"""The stream generator of the load tests and the mock provider: every fault of every protocol
 puts on the wire exactly what its name says, as fastsse (both twins) judges it."""
 
 from __future__ import annotations
 
 import pytest
 
-from loadtests.streams import (
-    DIALECTS,
+from loadtests.wire import (
     EXPECTED_CATEGORY,
-    F2C_DIALECTS,
+    F2C_PROTOCOLS,
     FAULTS,
+    PROTOCOLS,
     answer_text,
     complete_stream,
     wire,
 )
 
-CASES = [(d, f) for d in DIALECTS for f in FAULTS if f != "F2C" or d in F2C_DIALECTS]
+CASES = [(d, f) for d in PROTOCOLS for f in FAULTS if f != "F2C" or d in F2C_PROTOCOLS]
 
 
-@pytest.mark.parametrize(("dialect", "fault"), CASES, ids=[f"{d}-{f}" for d, f in CASES])
-def test_every_fault_is_judged_as_its_name_says(judge, dialect, fault):
-    sent = wire(dialect, fault, text=answer_text(4), seed=7)
-    verdict = judge(sent.body, dialect)
+@pytest.mark.parametrize(("protocol", "fault"), CASES, ids=[f"{d}-{f}" for d, f in CASES])
+def test_every_fault_is_judged_as_its_name_says(judge, protocol, fault):
+    sent = wire(protocol, fault, text=answer_text(4), seed=7)
+    verdict = judge(sent.body, protocol)
     assert verdict.category == EXPECTED_CATEGORY[fault], verdict
     if fault != "empty":
-        assert judge(sent.body, "auto").protocol == dialect
+        assert judge(sent.body, "auto").protocol == protocol
     assert sent.terminal_sent is (
-        fault in ("F0", "F2C", "F4", "F5", "error") and not (fault == "error" and dialect in ("anthropic", "gemini"))
+        fault in ("F0", "F2C", "F4", "F5", "error") and not (fault == "error" and protocol in ("anthropic", "gemini"))
     )
     assert sent.ending == {"reset": "reset", "stall": "stall"}.get(fault, "close")
 
@@ -40,15 +40,15 @@ def test_the_answer_is_readable_and_where_it_was_cut_shows():
     assert 0 < cut.text_chars < len(text)
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("size", [2_000, 20_000, 200_000])
-def test_complete_streams_come_in_the_size_asked(impl, dialect, size):
-    body = complete_stream(dialect, size, seed=size)
+def test_complete_streams_come_in_the_size_asked(impl, protocol, size):
+    body = complete_stream(protocol, size, seed=size)
     assert size <= len(body) < max(size * 1.05, 4_100)  # Responses carries 4 KB at the least
-    assert impl.scan(body, dialect).category == "complete"
+    assert impl.scan(body, protocol).category == "complete"
 
 
-def test_unknown_faults_and_dialects_are_refused():
+def test_unknown_faults_and_protocols_are_refused():
     with pytest.raises(ValueError):
         wire("chat", "F9")
     with pytest.raises(ValueError):

@@ -1,13 +1,13 @@
-"""Per-dialect rules, as data.
+"""Per-protocol rules, as data.
 
 Both scanner twins read these tables; adding a provider habit adds rows here, not branches in
 the scanners.  Three kinds of table:
 
 * ``JSON_PATHS`` - which JSON fields of an event matter and what the scanner records for each
-  (an *action*).  One union table serves every dialect: the fields do not collide, and it lets
-  ``protocol="auto"`` read the first events before it knows the dialect.
-* ``EVENT_KINDS`` - for the dialects that name their events (``type``), what each event means.
-* ``FINISH_REASONS`` - every finish/stop reason a dialect sends, normalized, with its outcome.
+  (an *action*).  One union table serves every protocol: the fields do not collide, and it lets
+  ``protocol="auto"`` read the first events before it knows the protocol.
+* ``EVENT_KINDS`` - for the protocols that name their events (``type``), what each event means.
+* ``FINISH_REASONS`` - every finish/stop reason a protocol sends, normalized, with its outcome.
 
 Facts and sources: ``shared/PROTOCOLS.md``.
 """
@@ -27,7 +27,7 @@ A_ERR_TYPE = 6  # error.type
 A_ERR_STATUS = 7  # error.status (Gemini)
 A_FLAT_CODE = 8  # top-level "code" of a flat Responses error event
 A_SEQ = 9  # Responses sequence_number
-A_CHOICES = 10  # the chat choices array exists (dialect detection)
+A_CHOICES = 10  # the chat choices array exists (protocol detection)
 A_CHOICE = 11  # one choice/candidate (element begin/end)
 A_CHOICE_INDEX = 12
 A_FINISH = 13  # finish_reason / finishReason; captured string
@@ -54,7 +54,7 @@ A_BLOCK_INDEX = 33  # Anthropic content block index
 A_BLOCK_TYPE = 34  # Anthropic content_block.type
 A_ITEM_TYPE = 35  # Responses item.type
 A_ARGS = 36  # Responses complete "arguments" string of function_call_arguments.done
-A_GEMINI = 37  # a Gemini-only container (dialect detection)
+A_GEMINI = 37  # a Gemini-only container (protocol detection)
 A_STATUS = 38  # Responses response.status (read on terminal events only)
 A_STOP_DETAIL = 39  # Anthropic delta.stop_details.type
 A_NATIVE_FINISH = 40  # OpenRouter choices[].native_finish_reason: the upstream's own word
@@ -198,7 +198,7 @@ def compile_paths(paths=JSON_PATHS):
 JSON_TREE = compile_paths()
 
 # ---------------------------------------------------------------------------------------------
-# Event kinds: for the dialects whose events carry a type, what each type means.
+# Event kinds: for the protocols whose events carry a type, what each type means.
 K_OTHER = 0
 K_TEXT_DELTA = 1  # Responses output text delta
 K_REFUSAL_DELTA = 2
@@ -262,7 +262,7 @@ ANTHROPIC_REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 ANTHROPIC_TOOL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 # Anthropic blocks whose input arrives as input_json_delta and must parse at the end.
 ANTHROPIC_JSON_INPUT_BLOCKS = ANTHROPIC_TOOL_BLOCKS
-# auto: an event type that names its dialect.
+# auto: an event type that names its protocol.
 DETECT_TYPE_PREFIXES = (("response.", "responses"),)
 DETECT_TYPES = {
     "message_start": "anthropic",
@@ -293,7 +293,7 @@ O_ABNORMAL = "abnormal"  # the provider stopped for a reason that is not success
 # finish reason beside a normalized one): the lower, the worse.
 OUTCOME_RANK = {O_ABNORMAL: 0, O_LENGTH: 1, O_FILTER: 2, O_TOOL_MALFORMED: 3, O_PAUSE: 4, O_OK: 5}
 
-# The chat dialect's finish reasons: every value the OpenAI-compatible providers and servers
+# The chat protocol's finish reasons: every value the OpenAI-compatible providers and servers
 # send (see CHAT_PROVIDERS for who sends which, and where that is documented).
 CHAT_FINISH_REASONS = {
     "stop": ("stop", O_OK),
@@ -467,19 +467,19 @@ FINISH_REASONS = {
         "IMAGE_OTHER": ("other", O_ABNORMAL),
     },
 }
-# Gateways forward the other dialects' values into chat streams: OpenRouter as
+# Gateways forward the other protocols' values into chat streams: OpenRouter as
 # native_finish_reason ("completed" from an upstream on the Responses API, "end_turn", "STOP"),
 # older LiteLLM releases as finish_reason itself.  They mean in chat what they mean in their own
-# dialect (no value is spelled the same with another meaning).
-CHAT_FORWARDED_DIALECTS = ("responses", "anthropic", "gemini")
+# protocol (no value is spelled the same with another meaning).
+CHAT_FORWARDED_PROTOCOLS = ("responses", "anthropic", "gemini")
 FINISH_REASONS["chat"] = {
-    **{raw: meaning for dialect in CHAT_FORWARDED_DIALECTS for raw, meaning in FINISH_REASONS[dialect].items()},
+    **{raw: meaning for protocol in CHAT_FORWARDED_PROTOCOLS for raw, meaning in FINISH_REASONS[protocol].items()},
     **CHAT_FINISH_REASONS,
 }
 assert all(
     FINISH_REASONS["chat"][raw] == meaning
-    for dialect in CHAT_FORWARDED_DIALECTS
-    for raw, meaning in FINISH_REASONS[dialect].items()
+    for protocol in CHAT_FORWARDED_PROTOCOLS
+    for raw, meaning in FINISH_REASONS[protocol].items()
 )
 # A choice's native_finish_reason (OpenRouter) is the upstream's own, more precise word: when
 # the chat table knows it and it means something worse than finish_reason, it is the choice's
@@ -488,7 +488,7 @@ assert all(
 NATIVE_FINISH_RANK = {raw: OUTCOME_RANK[outcome] for raw, (_normalized, outcome) in FINISH_REASONS["chat"].items()}
 UNKNOWN_FINISH = ("other", O_ABNORMAL)
 
-# Dialects whose normal finish does not say "tool calls": report tool_calls when calls were made
+# Protocols whose normal finish does not say "tool calls": report tool_calls when calls were made
 # and no visible text was (a web search before an answer still finishes "stop").
 TOOL_FINISH_FROM_CALLS = frozenset({"responses", "gemini"})
 

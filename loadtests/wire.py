@@ -1,14 +1,16 @@
 """Stream bytes as the providers put them on the wire, healthy or with one fault injected.
 
-The four dialects are written byte for byte as real captures show them (``shared/PROTOCOLS.md``
+The four protocols are written byte for byte as real captures show them (``shared/PROTOCOLS.md``
 and ``shared/corpus``): chat chunks as compact ``data: {json}`` events ending in ``[DONE]``,
 Responses events as ``event:`` + ``data:`` with ``sequence_number``, Anthropic events named by
 ``event:`` with ``{"type": "ping"}`` pings, Gemini chunks with ``": "`` JSON and CRLF framing.
 The answer is readable text ("Sentence 3 of 12 ...") so that a person can see where it was cut.
 
-``wire(dialect, fault, ...)`` returns what the mock provider sends for one request: the pieces
-in order and how the connection ends.  The load tests and benchmarks take their bytes from
-here too, so they post the providers' real dialects.
+This is the one place that builds real-shaped streams.  ``wire(protocol, fault, ...)`` returns
+what the mock provider sends for one request: the pieces in order and how the connection ends.
+``short_stream`` is one short body of it, for the service's tests; ``complete_stream`` one of a
+given size, for loads; ``build_corpus`` many varied ones, for the scanner's benchmarks.  (The
+library's own tests build single events byte for byte instead: tests/fastsse/events.py.)
 
 Faults (``FAULTS``):
 
@@ -19,7 +21,7 @@ F2      everything but the terminal event ([DONE], response.completed, message_s
 F2C     chat: the finish chunk dropped, [DONE] kept; anthropic: message_delta dropped,
         message_stop kept (the terminal event comes, the reason never does)
 F3      half an event (its JSON cut), then a clean end
-F4      cut by the token limit, in the dialect's own words (finish_reason length,
+F4      cut by the token limit, in the protocol's own words (finish_reason length,
         response.incomplete with max_output_tokens, stop_reason max_tokens, MAX_TOKENS)
 F5      the token limit used up by reasoning before any visible answer
 error   an error inside the stream, as the provider sends it
@@ -30,12 +32,15 @@ empty   a 200 with no body at all
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import random
 import string
 from dataclasses import dataclass, field
 
-DIALECTS = ("chat", "responses", "anthropic", "gemini")
+from fastsse import PROTOCOLS
+
 FAULTS = ("F0", "F1", "F2", "F2C", "F3", "F4", "F5", "error", "reset", "stall", "empty")
 # What fastsse should say of the bytes each fault puts on the wire (a gateway that saw the
 # connection end cleanly: transport eof).  The mock's own tests hold it to these.
@@ -55,8 +60,8 @@ EXPECTED_CATEGORY = {
 # What it should say when the gateway saw the connection end as the fault ends it: a reset is a
 # transport error (a stall ends cleanly once its silence is over, unless a client gave up first).
 EXPECTED_OVER_HTTP = {**EXPECTED_CATEGORY, "reset": "transport_error"}
-# Faults that only make sense where the dialect has a separate finish event.
-F2C_DIALECTS = ("chat", "anthropic")
+# Faults that only make sense where the protocol has a separate finish event.
+F2C_PROTOCOLS = ("chat", "anthropic")
 
 DEFAULT_MODELS = {
     "chat": "gpt-4o-2024-08-06",
@@ -74,10 +79,10 @@ class Wire:
 
     pieces: list[bytes]
     ending: str = "close"  # "close": the body ends properly; "reset": TCP RST; "stall": silence
-    terminal_sent: bool = True  # whether the dialect's terminal event is among the pieces
+    terminal_sent: bool = True  # whether the protocol's terminal event is among the pieces
     content_type: str = "text/event-stream; charset=utf-8"
     fault: str = "F0"
-    dialect: str = "chat"
+    protocol: str = "chat"
     text_chars: int = 0  # how much of the answer's text went out
 
     @property
@@ -477,7 +482,7 @@ _BUILDERS = {"chat": _chat, "responses": _responses, "anthropic": _anthropic, "g
 
 
 def wire(
-    dialect: str,
+    protocol: str,
     fault: str = "F0",
     *,
     text: str | None = None,
@@ -487,19 +492,19 @@ def wire(
     seed: int = 0,
 ) -> Wire:
     """What the mock provider sends for one streamed request with this fault."""
-    if dialect not in _BUILDERS:
-        raise ValueError(f"dialect must be one of {DIALECTS}, not {dialect!r}")
+    if protocol not in _BUILDERS:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
     if fault not in FAULTS:
         raise ValueError(f"fault must be one of {FAULTS}, not {fault!r}")
-    if fault == "F2C" and dialect not in F2C_DIALECTS:
-        raise ValueError(f"F2C needs a separate finish event: {', '.join(F2C_DIALECTS)} only")
+    if fault == "F2C" and protocol not in F2C_PROTOCOLS:
+        raise ValueError(f"F2C needs a separate finish event: {', '.join(F2C_PROTOCOLS)} only")
     text = answer_text() if text is None else text
-    model = model or DEFAULT_MODELS[dialect]
+    model = model or DEFAULT_MODELS[protocol]
     # F4/F5/error build their own shapes; the others cut a healthy stream
     build_fault = fault if fault in ("F2C", "F4", "F5", "error") else "F0"
-    pieces, terminal, sent_chars = _BUILDERS[dialect](build_fault, text, reasoning, model, _Ids(seed), usage)
-    result = Wire(pieces, fault=fault, dialect=dialect, text_chars=sent_chars, terminal_sent=terminal is not None)
-    if dialect == "gemini":
+    pieces, terminal, sent_chars = _BUILDERS[protocol](build_fault, text, reasoning, model, _Ids(seed), usage)
+    result = Wire(pieces, fault=fault, protocol=protocol, text_chars=sent_chars, terminal_sent=terminal is not None)
+    if protocol == "gemini":
         result.content_type = "text/event-stream"
     if fault in ("F0", "F2C", "F4", "F5", "error"):
         return result
@@ -514,7 +519,7 @@ def wire(
     half = max(1, len(pieces) // 2)
     result.pieces = pieces[:half]
     result.terminal_sent = False
-    result.text_chars = _text_chars(dialect, pieces[:half])
+    result.text_chars = _text_chars(protocol, pieces[:half])
     if fault == "F3":
         cut = pieces[half]
         result.pieces.append(cut[: len(cut) // 2])
@@ -523,25 +528,25 @@ def wire(
     return result
 
 
-def _text_chars(dialect: str, pieces: list[bytes]) -> int:
+def _text_chars(protocol: str, pieces: list[bytes]) -> int:
     """How much answer text these whole pieces carry (for the byte log)."""
     from_body = {
         "chat": ("choices", 0, "delta", "content"),
         "responses": ("delta",),
         "anthropic": ("delta", "text"),
         "gemini": ("candidates", 0, "content", "parts", 0, "text"),
-    }[dialect]
+    }[protocol]
     total = 0
     for piece in pieces:
         for line in piece.decode().splitlines():
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
             value = json.loads(line[6:])
-            if dialect == "responses" and value.get("type") != "response.output_text.delta":
+            if protocol == "responses" and value.get("type") != "response.output_text.delta":
                 continue
-            if dialect == "anthropic" and value.get("delta", {}).get("type") != "text_delta":
+            if protocol == "anthropic" and value.get("delta", {}).get("type") != "text_delta":
                 continue
-            if dialect == "gemini" and value["candidates"][0]["content"]["parts"][0].get("thought"):
+            if protocol == "gemini" and value["candidates"][0]["content"]["parts"][0].get("thought"):
                 continue
             try:
                 for key in from_body:
@@ -553,12 +558,22 @@ def _text_chars(dialect: str, pieces: list[bytes]) -> int:
     return total
 
 
-def complete_stream(dialect: str, size_bytes: int, *, seed: int = 0, model: str | None = None) -> bytes:
+SHORT_ANSWER = "Hello there."
+
+
+def short_stream(
+    protocol: str = "chat", fault: str = "F0", *, text: str = SHORT_ANSWER, model: str | None = None
+) -> bytes:
+    """A short body with this fault (F0: complete): a few events, without usage chunks."""
+    return wire(protocol, fault, text=text, model=model, usage=False).body
+
+
+def complete_stream(protocol: str, size_bytes: int, *, seed: int = 0, model: str | None = None) -> bytes:
     """A complete stream of about size_bytes (at least one word): for loads and benchmarks."""
     words = answer_text(1 + size_bytes // 40).split(" ")
 
     def body(n: int) -> bytes:
-        return wire(dialect, text=" ".join(words[:n]), seed=seed, model=model).body
+        return wire(protocol, text=" ".join(words[:n]), seed=seed, model=model).body
 
     low, high = 1, len(words)
     while low < high:  # the fewest words that reach the size
@@ -572,10 +587,401 @@ def complete_stream(dialect: str, size_bytes: int, *, seed: int = 0, model: str 
 
 @dataclass
 class Mix:
-    """Streams of several dialects, for loads that post them in turn."""
+    """Streams of several protocols, for loads that post them in turn."""
 
     bodies: list[tuple[str, bytes]] = field(default_factory=list)
 
     @classmethod
-    def of(cls, size_bytes: int, dialects=DIALECTS, seed: int = 0) -> Mix:
-        return cls([(d, complete_stream(d, size_bytes, seed=seed)) for d in dialects])
+    def of(cls, size_bytes: int, protocols=PROTOCOLS, seed: int = 0) -> Mix:
+        return cls([(d, complete_stream(d, size_bytes, seed=seed)) for d in protocols])
+
+
+# =============================================================================================
+# A varied corpus, for the scanner's benchmarks (bench/bench_scanner.py, bench_instructions.py):
+# many streams of many sizes, with tool calls, reasoning, unicode and escapes, from a seed.
+# =============================================================================================
+# Stream sizes are drawn log-uniformly between these: a one-line answer to a long essay.
+STREAM_MIN_BYTES = 2_000
+STREAM_MAX_BYTES = 100_000
+
+
+# =============================================================================================
+# Corpus: realistic streams, generated from a seed.  Nothing is read from disk.
+
+_WORDS = (
+    "the stream of tokens arrives one chunk at a time and the client must decide whether the "
+    "answer it holds is whole or was silently cut off by a proxy a timeout or a crash in the "
+    "middle of a sentence so we count events check the end marker and read the finish reason "
+    "before we trust it model gateway latency budget retry request response server client "
+    "function weather report summary table value index result error limit token output input"
+).split()
+# Text that JSON must escape, or that is not ASCII: providers send all of it.
+_SPECIAL_TOKENS = ('"quoted"', "\n", "\n\n", "café", "naïve", "résumé", "C:\\temp", "\t", "🙂", "{x}")
+_CITIES = ("Paris, France", "Boston, MA", "São Paulo", "Zürich", "Tokyo", "Lagos", "Lima")
+_TOOL_NAMES = ("get_weather", "search_docs", "create_ticket", "run_sql")
+_ALNUM = string.ascii_letters + string.digits
+_HEX = "0123456789abcdef"
+
+
+def _random_id(rng: random.Random, prefix: str, length: int, alphabet: str = _ALNUM) -> str:
+    return prefix + "".join(rng.choice(alphabet) for _ in range(length))
+
+
+def _text_piece(rng: random.Random) -> str:
+    """What one streamed delta carries: a few words, now and then something JSON escapes."""
+    words = [rng.choice(_WORDS) for _ in range(rng.randint(1, 4))]
+    if rng.random() < 0.08:
+        words.insert(rng.randrange(len(words) + 1), rng.choice(_SPECIAL_TOKENS))
+    return " " + " ".join(words)
+
+
+def _obfuscation(rng: random.Random) -> str:
+    """OpenAI pads deltas with random characters so sizes do not leak the tokens."""
+    return _random_id(rng, "", rng.randint(1, 12))
+
+
+def _tool_arguments(rng: random.Random) -> str:
+    """A tool call's arguments: one JSON object, as the model writes it."""
+    arguments = {
+        "location": rng.choice(_CITIES),
+        "days": rng.randint(1, 14),
+        "unit": rng.choice(("celsius", "fahrenheit")),
+        "note": "".join(_text_piece(rng) for _ in range(rng.randint(1, 12))).strip(),
+    }
+    return json.dumps(arguments, ensure_ascii=rng.random() < 0.5)
+
+
+def _fragments(rng: random.Random, text: str, longest: int = 8) -> list[str]:
+    """Split text at arbitrary points, as tokens split tool-call arguments."""
+    pieces, start = [], 0
+    while start < len(text):
+        end = start + rng.randint(1, longest)
+        pieces.append(text[start:end])
+        start = end
+    return pieces
+
+
+def _sse(payload: dict, event: str | None = None, ascii_only: bool = True, pad: int = 0) -> str:
+    """One SSE event.  ``pad`` spaces before the closing brace, as Anthropic sends them."""
+    data = json.dumps(payload, separators=(",", ":"), ensure_ascii=ascii_only)
+    if pad:
+        data = data[:-1] + " " * pad + "}"
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {data}\n\n"
+
+
+# --- OpenAI Chat Completions (stream: true) ---------------------------------------------------
+
+
+def varied_chat(rng: random.Random, target_bytes: float) -> bytes:
+    kind = rng.choices(("text", "tools", "reasoning"), weights=(70, 15, 15))[0]
+    reasoning = kind == "reasoning"  # DeepSeek's shape: reasoning_content before the content
+    envelope = {
+        "id": _random_id(rng, "chatcmpl-", 29),
+        "object": "chat.completion.chunk",
+        "created": rng.randint(1_720_000_000, 1_780_000_000),
+        "model": "deepseek-reasoner" if reasoning else "gpt-4o-2024-08-06",
+        "system_fingerprint": _random_id(rng, "fp_", 10, _HEX),
+    }
+    events: list[str] = []
+    size = 0
+
+    def chunk(delta: dict, finish_reason: str | None = None) -> None:
+        nonlocal size
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        payload = {**envelope, "choices": [choice]}
+        if not reasoning:  # DeepSeek sends no _obfuscation
+            payload["obfuscation"] = _obfuscation(rng)
+        events.append(_sse(payload))
+        size += len(events[-1])
+
+    if reasoning:
+        chunk({"role": "assistant", "content": None, "reasoning_content": ""})
+        while size < target_bytes * 0.4:
+            chunk({"content": None, "reasoning_content": _text_piece(rng)})
+    else:
+        chunk({"role": "assistant", "content": "", "refusal": None})
+    text_share = 0.3 if kind == "tools" else 1.0  # tool streams: a short preamble, then calls
+    while size < target_bytes * text_share:
+        delta = {"content": _text_piece(rng)}
+        if reasoning:
+            delta["reasoning_content"] = None
+        chunk(delta)
+    if kind == "tools":
+        for index in range(rng.randint(1, 3)):
+            call = {"name": rng.choice(_TOOL_NAMES), "arguments": ""}
+            call_id = _random_id(rng, "call_", 24)
+            first = {"index": index, "id": call_id, "type": "function", "function": call}
+            chunk({"tool_calls": [first]})
+            for piece in _fragments(rng, _tool_arguments(rng)):
+                chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    chunk({}, "tool_calls" if kind == "tools" else "stop")
+
+    prompt_tokens, completion_tokens = rng.randint(10, 4000), len(events)
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }
+    usage_chunk = {**envelope, "choices": [], "usage": usage}  # stream_options.include_usage
+    if not reasoning:
+        usage_chunk["obfuscation"] = _obfuscation(rng)
+    events.append(_sse(usage_chunk))
+    events.append("data: [DONE]\n\n")
+    return "".join(events).encode()
+
+
+# --- OpenAI Responses -------------------------------------------------------------------------
+
+
+class _ResponsesWriter:
+    """Writes the events of one Responses stream; sequence_number counts every event."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+        self.events: list[str] = []
+        self.size = 0
+        self.response_id = self.hex_id("resp_")
+        self.model = rng.choice(("gpt-5-2025-08-07", "gpt-4.1-2025-04-14"))
+        self.created = rng.randint(1_720_000_000, 1_780_000_000)
+
+    def emit(self, event_type: str, fields: dict) -> None:
+        payload = {"type": event_type, **fields, "sequence_number": len(self.events)}
+        self.events.append(_sse(payload, event=event_type, ascii_only=False))
+        self.size += len(self.events[-1])
+
+    def hex_id(self, prefix: str) -> str:
+        return _random_id(self.rng, prefix, 48, _HEX)
+
+    def response(self, status: str, output: list, usage: dict | None) -> dict:
+        """The response object that response.created/in_progress/completed carry."""
+        return {
+            "id": self.response_id,
+            "object": "response",
+            "created_at": self.created,
+            "status": status,
+            "background": False,
+            "completed_at": self.created + 3 if status == "completed" else None,
+            "error": None,
+            "incomplete_details": None,
+            "instructions": None,
+            "max_output_tokens": None,
+            "model": self.model,
+            "output": output,
+            "parallel_tool_calls": True,
+            "previous_response_id": None,
+            "reasoning": {"effort": "medium", "summary": "auto"},
+            "service_tier": "default",
+            "store": False,
+            "temperature": 1.0,
+            "text": {"format": {"type": "text"}, "verbosity": "medium"},
+            "tool_choice": "auto",
+            "tools": [],
+            "top_p": 1.0,
+            "truncation": "disabled",
+            "usage": usage,
+            "user": None,
+            "metadata": {},
+        }
+
+
+def _responses_reasoning_item(w: _ResponsesWriter, output_index: int, until_bytes: float) -> dict:
+    item_id = w.hex_id("rs_")
+    where = {"item_id": item_id, "output_index": output_index, "summary_index": 0}
+    added = {"id": item_id, "type": "reasoning", "summary": []}
+    w.emit("response.output_item.added", {"output_index": output_index, "item": added})
+    empty = {"type": "summary_text", "text": ""}
+    w.emit("response.reasoning_summary_part.added", {**where, "part": empty})
+    pieces = []
+    while w.size < until_bytes:
+        pieces.append(_text_piece(w.rng))
+        delta = {**where, "delta": pieces[-1], "obfuscation": _obfuscation(w.rng)}
+        w.emit("response.reasoning_summary_text.delta", delta)
+    summary = {"type": "summary_text", "text": "".join(pieces)}
+    w.emit("response.reasoning_summary_text.done", {**where, "text": summary["text"]})
+    w.emit("response.reasoning_summary_part.done", {**where, "part": summary})
+    item = {**added, "summary": [summary]}
+    w.emit("response.output_item.done", {"output_index": output_index, "item": item})
+    return item
+
+
+def _responses_message_item(w: _ResponsesWriter, output_index: int, until_bytes: float) -> dict:
+    item_id = w.hex_id("msg_")
+    added = {
+        "id": item_id,
+        "type": "message",
+        "status": "in_progress",
+        "content": [],
+        "role": "assistant",
+    }
+    where = {"content_index": 0, "item_id": item_id, "output_index": output_index}
+    w.emit("response.output_item.added", {"output_index": output_index, "item": added})
+    empty = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
+    w.emit("response.content_part.added", {**where, "part": empty})
+    pieces = []
+    while w.size < until_bytes:
+        pieces.append(_text_piece(w.rng))
+        delta = {**where, "delta": pieces[-1], "logprobs": [], "obfuscation": _obfuscation(w.rng)}
+        w.emit("response.output_text.delta", delta)
+    part = {**empty, "text": "".join(pieces)}
+    w.emit("response.output_text.done", {**where, "logprobs": [], "text": part["text"]})
+    w.emit("response.content_part.done", {**where, "part": part})
+    item = {**added, "status": "completed", "content": [part]}
+    w.emit("response.output_item.done", {"output_index": output_index, "item": item})
+    return item
+
+
+def _responses_function_call_item(w: _ResponsesWriter, output_index: int) -> dict:
+    item_id = w.hex_id("fc_")
+    arguments = _tool_arguments(w.rng)
+    added = {
+        "id": item_id,
+        "type": "function_call",
+        "status": "in_progress",
+        "arguments": "",
+        "call_id": _random_id(w.rng, "call_", 24),
+        "name": w.rng.choice(_TOOL_NAMES),
+    }
+    where = {"item_id": item_id, "output_index": output_index}
+    w.emit("response.output_item.added", {"output_index": output_index, "item": added})
+    for piece in _fragments(w.rng, arguments):
+        delta = {**where, "delta": piece, "obfuscation": _obfuscation(w.rng)}
+        w.emit("response.function_call_arguments.delta", delta)
+    w.emit("response.function_call_arguments.done", {**where, "arguments": arguments})
+    item = {**added, "status": "completed", "arguments": arguments}
+    w.emit("response.output_item.done", {"output_index": output_index, "item": item})
+    return item
+
+
+def varied_responses(rng: random.Random, target_bytes: float) -> bytes:
+    kind = rng.choices(("text", "reasoning", "function_call"), weights=(70, 15, 15))[0]
+    w = _ResponsesWriter(rng)
+    in_progress = w.response("in_progress", [], None)
+    w.emit("response.created", {"response": in_progress})
+    w.emit("response.in_progress", {"response": in_progress})
+
+    output = []
+    if kind == "reasoning":
+        output.append(_responses_reasoning_item(w, len(output), target_bytes * 0.4))
+    if kind == "function_call":
+        output.append(_responses_message_item(w, len(output), target_bytes * 0.3))
+        for _ in range(rng.randint(1, 2)):
+            output.append(_responses_function_call_item(w, len(output)))
+    else:
+        output.append(_responses_message_item(w, len(output), target_bytes))
+
+    input_tokens, output_tokens = rng.randint(10, 4000), len(w.events)
+    usage = {
+        "input_tokens": input_tokens,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": input_tokens + output_tokens,
+    }
+    w.emit("response.completed", {"response": w.response("completed", output, usage)})
+    return "".join(w.events).encode()
+
+
+# --- Anthropic Messages -----------------------------------------------------------------------
+
+
+def varied_anthropic(rng: random.Random, target_bytes: float) -> bytes:
+    kind = rng.choices(("text", "thinking", "tool_use"), weights=(70, 15, 15))[0]
+    # Some deployments pad every event's JSON with spaces before the closing brace.
+    padded = rng.random() < 0.5
+    events: list[str] = []
+    size = 0
+
+    def emit(event: str, payload: dict) -> None:
+        nonlocal size
+        pad = rng.randint(1, 16) if padded else 0
+        events.append(_sse(payload, event=event, ascii_only=False, pad=pad))
+        size += len(events[-1])
+
+    def block(index: int, content_block: dict, deltas) -> None:
+        start = {"type": "content_block_start", "index": index, "content_block": content_block}
+        emit("content_block_start", start)
+        if index == 0:
+            events.append('event: ping\ndata: {"type": "ping"}\n\n')
+        for delta in deltas:
+            payload = {"type": "content_block_delta", "index": index, "delta": delta}
+            emit("content_block_delta", payload)
+        emit("content_block_stop", {"type": "content_block_stop", "index": index})
+
+    def text_deltas(field: str, delta_type: str, until_bytes: float):
+        """Lazy: block() emits each delta before the size is checked again."""
+        while size < until_bytes:
+            yield {"type": delta_type, field: _text_piece(rng)}
+
+    message = {
+        "model": "claude-sonnet-4-5-20250929",
+        "id": _random_id(rng, "msg_01", 22),
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": rng.randint(10, 4000),
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": 1,
+            "service_tier": "standard",
+        },
+    }
+    emit("message_start", {"type": "message_start", "message": message})
+    index = 0
+    if kind == "thinking":
+        thinking = text_deltas("thinking", "thinking_delta", target_bytes * 0.4)
+        signature = {"type": "signature_delta", "signature": _random_id(rng, "", 200, _ALNUM + "+/")}
+        empty = {"type": "thinking", "thinking": "", "signature": ""}
+        block(index, empty, itertools.chain(thinking, [signature]))
+        index += 1
+    text_share = 0.3 if kind == "tool_use" else 1.0
+    text = text_deltas("text", "text_delta", target_bytes * text_share)
+    block(index, {"type": "text", "text": ""}, text)
+    if kind == "tool_use":
+        index += 1
+        tool_id = _random_id(rng, "toolu_01", 22)
+        tool = {"type": "tool_use", "id": tool_id, "name": rng.choice(_TOOL_NAMES), "input": {}}
+        partial = ["", *_fragments(rng, _tool_arguments(rng), longest=16)]  # the first is empty
+        block(index, tool, ({"type": "input_json_delta", "partial_json": p} for p in partial))
+    stop_reason = "tool_use" if kind == "tool_use" else "end_turn"
+    emit("message_delta", {
+        "type": "message_delta",
+        "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+        "usage": {"output_tokens": len(events)},
+    })  # fmt: skip
+    emit("message_stop", {"type": "message_stop"})
+    return "".join(events).encode()
+
+
+VARIED = {
+    "chat": varied_chat,
+    "responses": varied_responses,
+    "anthropic": varied_anthropic,
+}
+
+
+def build_corpus(
+    protocol: str, total_bytes: int, seed: int, min_bytes: int = STREAM_MIN_BYTES, max_bytes: int = STREAM_MAX_BYTES
+) -> list[bytes]:
+    """Varied streams of one protocol (chat, responses or anthropic), their sizes drawn
+    log-uniformly between min_bytes and max_bytes, until they add up to total_bytes; the same
+    seed, the same bytes.  The scanner's benchmarks judge them."""
+    rng = random.Random(f"{seed}:{protocol}")
+    generate = VARIED[protocol]
+    streams, size = [], 0
+    log_min, log_max = math.log(min_bytes), math.log(max_bytes)
+    while size < total_bytes:
+        stream = generate(rng, math.exp(rng.uniform(log_min, log_max)))
+        streams.append(stream)
+        size += len(stream)
+    return streams

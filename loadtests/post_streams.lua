@@ -1,0 +1,62 @@
+-- wrk script: every connection posts the given stream files to POST /v1/streams in turn, each
+-- post with a new stream_id.  Run through loadtests/wrk.py, which passes, after `--`:
+--   tag  pace_ms  count_statuses(0|1)  token  body_file...
+-- With a pace, each connection waits that long before each request.  Counting the answers by
+-- status (and the 503s without Retry-After) costs wrk a Lua call per answer, so it is asked
+-- for only where the answers matter (the overload run), not where wrk's own cost does (the
+-- benchmarks).  The summary is one line: RESULT {json}.
+local threads = {}
+function setup(thread)
+  table.insert(threads, thread)
+  thread:set("tid", #threads)
+end
+
+function init(args)
+  prefix = args[1] .. "-" .. tid .. "-"
+  pace = tonumber(args[2])
+  if args[3] ~= "1" then response = nil end  -- wrk then parses no answer for us
+  headers = {["Authorization"] = "Bearer " .. args[4], ["Content-Type"] = "text/event-stream"}
+  bodies = {}
+  for i = 5, #args do
+    local f = assert(io.open(args[i], "rb"))
+    bodies[#bodies + 1] = f:read("*a")
+    f:close()
+  end
+  counter = 0
+  statuses = {}
+  no_retry_after = 0
+end
+
+function delay()
+  return pace
+end
+
+function request()
+  counter = counter + 1
+  local body = bodies[(counter % #bodies) + 1]
+  return wrk.format("POST", "/v1/streams?stream_id=" .. prefix .. counter .. "&tool=codex", headers, body)
+end
+
+function response(status, headers, body)
+  local key = tostring(status)
+  statuses[key] = (statuses[key] or 0) + 1
+  if (status == 503 or status == 429) and headers["retry-after"] == nil and headers["Retry-After"] == nil then
+    no_retry_after = no_retry_after + 1
+  end
+end
+
+function done(summary, latency, requests)
+  local total, missing = {}, 0
+  for _, thread in ipairs(threads) do
+    for key, n in pairs(thread:get("statuses")) do total[key] = (total[key] or 0) + n end
+    missing = missing + thread:get("no_retry_after")
+  end
+  local parts = {}
+  for key, n in pairs(total) do parts[#parts + 1] = string.format('"%s": %d', key, n) end
+  io.write(string.format(
+    'RESULT {"requests": %d, "seconds": %.6f, "statuses": {%s}, "no_retry_after": %d, ' ..
+    '"non_2xx": %d, "socket_errors": %d, "timeouts": %d, "p50_ms": %.3f, "p99_ms": %.3f, "max_ms": %.3f}\n',
+    summary.requests, summary.duration / 1e6, table.concat(parts, ", "), missing, summary.errors.status,
+    summary.errors.connect + summary.errors.read + summary.errors.write, summary.errors.timeout,
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000, latency.max / 1000))
+end

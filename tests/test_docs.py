@@ -1,0 +1,87 @@
+"""The docs site builds strictly, the README stays short, and neither names a file that is
+not there.  The reference pages are made from the code at build time (docs/hooks/reference.py),
+so they are checked here for what they must hold."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = sorted((REPO / "docs").rglob("*.md"))
+TOP = ("fastsse/", "service/", "tests/", "loadtests/", "bench/", "dashboard/", "deploy/", "migrations/", "docs/")
+# `path` in backticks that looks like one of the repository's files or folders.
+PATH = re.compile(r"`((?:" + "|".join(re.escape(t) for t in TOP) + r")[\w./-]*)`")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"NO_MKDOCS_2_WARNING": "1", "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "WARNING" not in done.stderr, done.stderr
+    return out
+
+
+def test_the_readme_is_short():
+    lines = (REPO / "README.md").read_text().count("\n")
+    assert lines <= 300, f"README.md has {lines} lines: the rest belongs in the docs site"
+
+
+@pytest.mark.parametrize("page", [REPO / "README.md", *PAGES], ids=lambda p: str(p.relative_to(REPO)))
+def test_every_file_named_exists(page):
+    for match in PATH.finditer(page.read_text()):
+        path = match[1].rstrip(".,")
+        if any(ch in path for ch in "*{<"):
+            continue  # a pattern, not a file
+        assert (REPO / path).exists(), f"{page.relative_to(REPO)} names {path}, which is not in the repository"
+
+
+def test_the_site_loads_nothing_from_another_origin(site):
+    """Readers may be offline: scripts, styles, fonts and images come with the site; only a
+    link (<a href>) may lead elsewhere."""
+    for html in site.rglob("*.html"):
+        text = html.read_text()
+        loads = re.findall(r'<(?:script|img|link|source|iframe)\b[^>]*\b(?:src|href)="(https?:)?//', text)
+        assert not loads, f"{html.relative_to(site)} loads from another origin"
+        assert "fonts.googleapis" not in text
+
+
+def test_the_reference_pages_hold_what_the_code_has(site):
+    from prometheus_client import Counter, Gauge, Histogram
+
+    import fastsse
+    from fastsse_service import metrics
+    from fastsse_service.app import create_app
+    from fastsse_service.config import Settings
+
+    api = (site / "reference" / "http-api" / "index.html").read_text()
+    for path in create_app(Settings(database_url="sqlite://")).openapi()["paths"]:
+        assert path.split("{")[0] in api, path
+    shown = (site / "reference" / "metrics" / "index.html").read_text()
+    for value in vars(metrics).values():
+        if isinstance(value, (Counter, Gauge, Histogram)):
+            assert value._name in shown, value._name
+    library = (site / "reference" / "library" / "index.html").read_text()
+    for name in fastsse.__all__:
+        assert name in library, name
+    cli = (site / "reference" / "cli" / "index.html").read_text()
+    for command in ("--fail-on-incomplete", "--workers", "--upstream", "--days"):
+        assert command in cli, command
+    assert "Unreleased" in (site / "changelog" / "index.html").read_text()
+
+
+def test_the_dashboard_picture_is_there(site):
+    assert (site / "images" / "dashboard.png").stat().st_size > 10_000
+    assert "<svg" in (site / "images" / "architecture.svg").read_text()
