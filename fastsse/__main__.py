@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import BinaryIO, TextIO
 
 from . import (
     AUTO,
@@ -68,14 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def judge_file(stream, args) -> dict:
+def judge_file(stream: BinaryIO, args: argparse.Namespace) -> dict[str, str | int | bool | None]:
     scanner = Scanner(args.protocol, max_event_bytes=args.max_event_bytes, max_line_bytes=args.max_line_bytes)
     while chunk := stream.read(READ_BYTES):
         scanner.feed(chunk)
     return scanner.close(args.transport).to_dict()
 
 
-def run_scan(args, out=sys.stdout, err=sys.stderr) -> int:
+def run_scan(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     exit_code = 0
     stdin_used = False
     for path in args.paths:
@@ -99,7 +100,7 @@ def run_scan(args, out=sys.stdout, err=sys.stderr) -> int:
     return exit_code
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     return run_scan(args)
 

@@ -39,7 +39,7 @@ class Framing:
         "bare_bytes",
     )
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.head = bytearray()  # the first bytes, held until we know whether they are a BOM
         self.at_start = True
         self.pending_cr = False  # the last chunk ended in CR: an LF first in the next is its

@@ -13,7 +13,7 @@ import re
 
 from . import _protocols as d
 from ._limits import MAX_JSON_DEPTH
-from ._record_py import V_FALSE, V_NULL, V_NUMBER, V_STRING, V_TRUE, EventRecord
+from ._record_py import V_FALSE, V_NULL, V_NUMBER, V_STRING, V_TRUE, EventRecord, Value
 
 # named bytes
 _QUOTE, _BACKSLASH, _COLON, _COMMA, _MINUS, _PLUS, _DOT = b'"\\:,-+.'
@@ -151,7 +151,7 @@ class JsonScanner:
             node = self.nodes[-1]
             self.pending = _TREE[node][2] if node >= 0 else -1
 
-    def _scalar(self, kind: int, value, nonempty: bool = False) -> None:
+    def _scalar(self, kind: int, value: Value, nonempty: bool = False) -> None:
         action = self._value_action()
         if action:
             self.record.scalar(action, kind, value, nonempty)

@@ -161,7 +161,9 @@ JSON_PATHS = (
 )
 
 
-def compile_paths(paths=JSON_PATHS):
+def compile_paths(
+    paths: tuple[tuple[str, int], ...] = JSON_PATHS,
+) -> list[tuple[int, dict[bytes, int], int]]:
     """Turn the path table into a tree of nodes the scanners walk while they read JSON.
 
     Returns a list of nodes; node 0 is the document root.  Each node is a tuple
@@ -318,7 +320,7 @@ CHAT_FINISH_REASONS = {
 }
 
 # (provider or server, the finish reasons it sends in a streamed chat completion, the source
-# that says so).  The README shows this table; tests hold every value to CHAT_FINISH_REASONS.
+# that says so).  docs/verdict/protocols.md shows this table; tests hold every value to CHAT_FINISH_REASONS.
 CHAT_PROVIDERS = (
     (
         "OpenAI",

@@ -10,12 +10,16 @@ read the record.  What each action does is a table, one per kind of value (``_ON
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from . import _protocols as d
 from ._limits import MAX_CHOICES, MAX_TOOL_CALLS
 
 # The kinds of scalar value the automaton reports.
 V_STRING, V_NUMBER, V_TRUE, V_FALSE, V_NULL = range(5)
+# A scalar as the automaton hands it over: a string's captured bytes, an integer below 2**53,
+# or None (true, false, null, a number that is not such an integer, a string not captured).
+Value = bytes | int | None
 
 _REASONING_PART_TYPES = frozenset(t.encode() for t in d.REASONING_PART_TYPES)
 _NATIVE_RANK = {raw.encode(): rank for raw, rank in d.NATIVE_FINISH_RANK.items()}
@@ -33,7 +37,7 @@ def worse_finish(finish: bytes, native: bytes) -> bytes:
 class Choice:
     __slots__ = ("ordinal", "index", "finish", "native", "text", "reasoning", "refusal", "tool", "tools")
 
-    def __init__(self, ordinal: int):
+    def __init__(self, ordinal: int) -> None:
         self.ordinal = ordinal
         self.index: int | None = None
         self.finish: bytes | None = None
@@ -45,7 +49,7 @@ class Choice:
 class ToolFragment:
     __slots__ = ("ordinal", "index", "id", "args")
 
-    def __init__(self, ordinal: int):
+    def __init__(self, ordinal: int) -> None:
         self.ordinal = ordinal
         self.index: int | None = None
         self.id: bytes | None = None
@@ -55,8 +59,8 @@ class ToolFragment:
 class Part:
     __slots__ = ("type", "text", "thought", "tool")
 
-    def __init__(self):
-        self.type = None
+    def __init__(self) -> None:
+        self.type: bytes | None = None
         self.text = self.thought = self.tool = False
 
 
@@ -72,11 +76,16 @@ class EventRecord:
         "block_type", "item_type", "args",
     )  # fmt: skip
 
-    def __init__(self):
-        self.type = self.object = self.model = None
+    def __init__(self) -> None:
+        self.type: bytes | None = None
+        self.object: bytes | None = None
+        self.model: bytes | None = None
         self.error = False
-        self.err_code = self.err_type = self.err_status = self.flat_code = None
-        self.seq = None
+        self.err_code: bytes | None = None
+        self.err_type: bytes | None = None
+        self.err_status: bytes | None = None
+        self.flat_code: bytes | None = None
+        self.seq: int | None = None
         self.has_choices = self.gemini = False
         self.choices: list[Choice] = []
         self.too_many: str | None = None
@@ -84,13 +93,17 @@ class EventRecord:
         self.part: Part | None = None
         self.tool: ToolFragment | None = None
         self.tool_fragments = 0
-        self.block_reason = self.incomplete_reason = self.status = None
+        self.block_reason: bytes | None = None
+        self.incomplete_reason: bytes | None = None
+        self.status: bytes | None = None
         self.delta = self.delta_text = self.delta_thinking = False
-        self.delta_json = None
-        self.stop_reason = self.stop_detail = None
-        self.block_index = None
-        self.block_type = self.item_type = None
-        self.args = None
+        self.delta_json: bytes | None = None
+        self.stop_reason: bytes | None = None
+        self.stop_detail: bytes | None = None
+        self.block_index: int | None = None
+        self.block_type: bytes | None = None
+        self.item_type: bytes | None = None
+        self.args: bytes | None = None
 
     # The automaton calls these three as it meets fields that JSON_TREE names.
     def begin(self, action: int, is_object: bool) -> None:
@@ -145,7 +158,7 @@ class EventRecord:
                     self.tool_fragments += 1
             self.tool = None
 
-    def scalar(self, action: int, kind: int, value, nonempty: bool) -> None:
+    def scalar(self, action: int, kind: int, value: Value, nonempty: bool) -> None:
         """A scalar value for action.  kind: V_STRING (value: the captured bytes, or None if
         the action captures none), V_NUMBER (value: an int below 2**53, else None), V_TRUE,
         V_FALSE, V_NULL (value None).  nonempty: a string with at least one byte."""
@@ -157,13 +170,13 @@ class EventRecord:
 # ---------------------------------------------------------------------------- what a value does
 # Each rule takes (record, value, nonempty).
 
-Rule = Callable[[EventRecord, object, bool], None]
+Rule = Callable[[EventRecord, Value, bool], None]
 
 
 def _field(name: str) -> Rule:
     """The value is the field's (the last one sent wins)."""
 
-    def rule(record: EventRecord, value, nonempty: bool) -> None:
+    def rule(record: EventRecord, value: Value, nonempty: bool) -> None:
         setattr(record, name, value)
 
     return rule
@@ -172,7 +185,7 @@ def _field(name: str) -> Rule:
 def _named(name: str) -> Rule:
     """A value that names something: an empty one names nothing."""
 
-    def rule(record: EventRecord, value, nonempty: bool) -> None:
+    def rule(record: EventRecord, value: Value, nonempty: bool) -> None:
         if value:
             setattr(record, name, value)
 
@@ -182,14 +195,14 @@ def _named(name: str) -> Rule:
 def _flag(name: str) -> Rule:
     """True once any such value was not empty."""
 
-    def rule(record: EventRecord, value, nonempty: bool) -> None:
+    def rule(record: EventRecord, value: Value, nonempty: bool) -> None:
         if nonempty:
             setattr(record, name, True)
 
     return rule
 
 
-def _error(record: EventRecord, value, nonempty: bool) -> None:
+def _error(record: EventRecord, value: Value, nonempty: bool) -> None:
     record.error = True  # an "error" that is anything but null or false
 
 
@@ -197,7 +210,7 @@ def _choice_named(name: str) -> Rule:
     """A value of the choice being read that names something.  An empty finish reason is null
     (TGI sends "" before the last chunk)."""
 
-    def rule(record: EventRecord, value, nonempty: bool) -> None:
+    def rule(record: EventRecord, value: Value, nonempty: bool) -> None:
         if record.choice is not None and value:
             setattr(record.choice, name, value)
 
@@ -207,7 +220,7 @@ def _choice_named(name: str) -> Rule:
 def _choice_count(name: str) -> Rule:
     """Content of the choice being read: counted when not empty."""
 
-    def rule(record: EventRecord, value, nonempty: bool) -> None:
+    def rule(record: EventRecord, value: Value, nonempty: bool) -> None:
         choice = record.choice
         if nonempty and choice is not None:
             setattr(choice, name, getattr(choice, name) + 1)
@@ -215,60 +228,61 @@ def _choice_count(name: str) -> Rule:
     return rule
 
 
-def _part_type(record: EventRecord, value, nonempty: bool) -> None:
+def _part_type(record: EventRecord, value: Value, nonempty: bool) -> None:
     if record.part is not None:
-        record.part.type = value
+        record.part.type = cast(bytes | None, value)  # a string rule: bytes
 
 
 def _part_flag(name: str) -> Rule:
-    def rule(record: EventRecord, value, nonempty: bool) -> None:
+    def rule(record: EventRecord, value: Value, nonempty: bool) -> None:
         if nonempty and record.part is not None:
             setattr(record.part, name, True)
 
     return rule
 
 
-def _tool_id(record: EventRecord, value, nonempty: bool) -> None:
+def _tool_id(record: EventRecord, value: Value, nonempty: bool) -> None:
     if record.tool is not None and value:
-        record.tool.id = value
+        record.tool.id = cast(bytes, value)  # a string rule: bytes
 
 
-def _tool_args(record: EventRecord, value, nonempty: bool) -> None:
+def _tool_args(record: EventRecord, value: Value, nonempty: bool) -> None:
     tool = record.tool
     if tool is not None:
-        tool.args = value if tool.args is None else tool.args + value  # a repeated key adds
+        args = cast(bytes, value)  # a string rule: bytes
+        tool.args = args if tool.args is None else tool.args + args  # a repeated key adds
 
 
 def _number(rule: Rule) -> Rule:
     """A number rule: only plain integers below 2**53 count (others arrive as None)."""
 
-    def number_rule(record: EventRecord, value, nonempty: bool) -> None:
+    def number_rule(record: EventRecord, value: Value, nonempty: bool) -> None:
         if value is not None:
             rule(record, value, nonempty)
 
     return number_rule
 
 
-def _choice_index(record: EventRecord, value, nonempty: bool) -> None:
+def _choice_index(record: EventRecord, value: Value, nonempty: bool) -> None:
     if record.choice is not None:
-        record.choice.index = value
+        record.choice.index = cast(int, value)  # a number rule: an int
 
 
-def _tool_index(record: EventRecord, value, nonempty: bool) -> None:
+def _tool_index(record: EventRecord, value: Value, nonempty: bool) -> None:
     if record.tool is not None:
-        record.tool.index = value
+        record.tool.index = cast(int, value)  # a number rule: an int
 
 
 def _number_text(name: str) -> Rule:
     """A numeric code, kept as its decimal text (as a string code would be)."""
 
-    def rule(record: EventRecord, value, nonempty: bool) -> None:
+    def rule(record: EventRecord, value: Value, nonempty: bool) -> None:
         setattr(record, name, str(value).encode())
 
     return rule
 
 
-def _part_thought(record: EventRecord, value, nonempty: bool) -> None:
+def _part_thought(record: EventRecord, value: Value, nonempty: bool) -> None:
     if record.part is not None:
         record.part.thought = True
 

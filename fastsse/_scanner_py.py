@@ -49,7 +49,7 @@ from ._verdict import Evidence, Verdict, decide
 __all__ = ["Caches", "Scanner", "default_caches", "scan"]
 
 
-def pick_error_code(record: EventRecord):
+def pick_error_code(record: EventRecord) -> bytes | None:
     """The most telling error identifier: a named code, then type, status, a numeric code."""
     named = [record.err_code, record.err_type, record.err_status, record.flat_code]
     if record.err_code is not None and record.err_code.isdigit():
@@ -63,7 +63,7 @@ def pick_error_code(record: EventRecord):
 class _ToolCall:
     __slots__ = ("id", "json")
 
-    def __init__(self, call_id):
+    def __init__(self, call_id: bytes | None) -> None:
         self.id = call_id
         self.json = JsonScanner()
 
@@ -84,7 +84,7 @@ _A_JSON_INPUT = frozenset(t.encode() for t in d.ANTHROPIC_JSON_INPUT_BLOCKS)
 _ERROR_EVENT = b"error"
 
 
-def _terminal_reason(kind: int, record: EventRecord):
+def _terminal_reason(kind: int, record: EventRecord) -> bytes | None:
     """The raw finish reason of a terminal Responses event (see RESPONSES_NAME_STATUSES): its
     incomplete_details.reason, else a status that contradicts its name, else its name's."""
     if record.incomplete_reason is not None:
@@ -143,21 +143,22 @@ class Scanner:
         self._finishes: dict[int, bytes | None] = {}  # choice index -> raw finish reason
         self._tools: dict[tuple[int, int], _ToolCall] = {}  # chat: (choice, tool index) -> call
         self._blocks: dict[int, JsonScanner] = {}  # anthropic: block index -> a tool's input
-        self._last_seq = None
+        self._last_seq: int | None = None
 
     # ------------------------------------------------------------------ framing
-    def feed(self, data) -> None:
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
         if self._closed:
             raise RuntimeError("feed() after close()")
-        data = bytes(data)
-        self._ev.bytes += len(data)
-        if self._ev.limit is not None or not data:
+        chunk = bytes(data)
+        self._ev.bytes += len(chunk)
+        if self._ev.limit is not None or not chunk:
             return
         if self._fr.at_start:
-            data = self._fr.start(data)
-            if data is None:
+            started = self._fr.start(chunk)
+            if started is None:
                 return
-        self._scan(data)
+            chunk = started
+        self._scan(chunk)
 
     def _scan(self, data: bytes) -> None:
         """Read the chunk: its lines, and the events they end."""
@@ -338,7 +339,7 @@ class Scanner:
         if not record.error:
             self._note_error(record)
 
-    def _finish(self, index: int, raw) -> None:
+    def _finish(self, index: int, raw: bytes | None) -> None:
         """Register a choice, and its finish reason once one arrives (the last one sent wins)."""
         finishes = self._finishes
         if index not in finishes:
@@ -516,7 +517,7 @@ _EVENT_RULES: dict[str, dict[int, _EventRule]] = {
 
 
 def scan(
-    data,
+    data: bytes | bytearray | memoryview,
     protocol: str = "auto",
     transport: str = "eof",
     *,

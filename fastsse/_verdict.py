@@ -143,7 +143,7 @@ class Evidence:
     malformed_events: int = 0
     sequence_gap: bool = False
     # (choice index, raw finish reason or None) in order of first appearance
-    finishes: list = field(default_factory=list)
+    finishes: list[tuple[int, Raw | None]] = field(default_factory=list)
     blocked: Raw | None = None
     text: int = 0
     reasoning: int = 0
@@ -181,7 +181,7 @@ class Verdict:
     limit: str | None
     model: str | None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, str | int | bool | None]:
         # Every field is a str, int, bool or None: nothing for dataclasses.asdict to deep-copy.
         return {name: getattr(self, name) for name in VERDICT_FIELDS}
 
@@ -191,7 +191,7 @@ _new_object = object.__new__
 _object_setattr = object.__setattr__
 
 
-def _verdict(values: dict) -> Verdict:
+def _verdict(values: dict[str, object]) -> Verdict:
     """A Verdict whose attributes are ``values``: every field, by name.
 
     The same value ``Verdict(**values)`` gives, in one step instead of one frozen
@@ -203,7 +203,9 @@ def _verdict(values: dict) -> Verdict:
     return verdict
 
 
-def _finish(protocol: str, raws: list, blocked: str | None, tool_calls: bool, text: bool):
+def _finish(
+    protocol: str, raws: list[str | None], blocked: str | None, tool_calls: bool, text: bool
+) -> tuple[str | None, str | None, str | None]:
     """The choice that speaks for the stream: (normalized, raw, outcome), or Nones.
 
     ``raws``: each choice's finish reason, sanitized, in order of first appearance;
@@ -249,14 +251,14 @@ def _judge(
     residual: bool,
     malformed: bool,
     sequence_gap: bool,
-    finishes: tuple,
+    finishes: tuple[bytes | None, ...],
     blocked: bytes | None,
     text: bool,
     reasoning: bool,
     refusal: bool,
     tool_calls: bool,
     tool_malformed: bool,
-) -> dict:
+) -> dict[str, object]:
     """Apply the checks in CATEGORIES order; the first that holds is the category.
 
     Sees only what the verdict's fields other than its counters and model depend on

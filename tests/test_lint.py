@@ -58,3 +58,9 @@ def test_every_dependency_is_pinned_in_the_constraints():
     for requirement in wanted:
         name = re.match(r"[A-Za-z0-9._-]+", requirement)[0].lower().replace("_", "-")
         assert name in pinned, f"{name} is not pinned in constraints.txt (make constraints)"
+
+
+def test_mypy_strict_on_the_library():
+    result = run("mypy", "--strict", "--no-incremental", "--cache-dir", "/dev/null", "-p", "fastsse")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Success" in result.stdout
