@@ -85,3 +85,17 @@ def test_the_reference_pages_hold_what_the_code_has(site):
 def test_the_dashboard_picture_is_there(site):
     assert (site / "images" / "dashboard.png").stat().st_size > 10_000
     assert "<svg" in (site / "images" / "architecture.svg").read_text()
+
+
+def test_the_signing_example_signs_as_the_service_checks():
+    """docs/gateways/signing.md's Python, run: its signatures are the ones the service accepts."""
+    from fastsse_service.auth import sign_webhook
+
+    page = (REPO / "docs" / "gateways" / "signing.md").read_text()
+    (code,) = re.findall(r"```python\n(.*?)```", page, re.S)
+    namespace: dict = {}
+    exec(code, namespace)
+    for secret in ("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "a plain secret"):
+        assert namespace["sign"](secret, "msg-1", 1764590400, b"data: x\n\n") == sign_webhook(
+            secret, "msg-1", 1764590400, b"data: x\n\n"
+        )

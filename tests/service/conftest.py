@@ -108,6 +108,7 @@ class ThreadServer:
     def __init__(self, app, port: int = 0) -> None:
         import uvicorn
 
+        self.app = app
         self.socket = socket.socket()
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.socket.bind(("127.0.0.1", port))
