@@ -14,8 +14,22 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PAGES = sorted((REPO / "docs").rglob("*.md"))
 TOP = ("fastsse/", "service/", "tests/", "loadtests/", "bench/", "dashboard/", "deploy/", "migrations/", "docs/")
+FILES = ("LICENSE", "CHANGELOG.md", "README.md", "Makefile", "pyproject.toml", "setup.py", "constraints.txt")
+FILES += ("mkdocs.yml", "alembic.ini", "MANIFEST.in", ".ci/run", ".pre-commit-config.yaml")
 # `path` in backticks that looks like one of the repository's files or folders.
-PATH = re.compile(r"`((?:" + "|".join(re.escape(t) for t in TOP) + r")[\w./-]*)`")
+PATH = re.compile(
+    r"`((?:" + "|".join(re.escape(t) for t in TOP) + r")[\w./-]*|" + "|".join(re.escape(f) for f in FILES) + r")`"
+)
+# A Markdown link to a file of the repository: [text](path) or [text](path#anchor).
+LINK = re.compile(r"\]\((?!https?:|mailto:|#)([^)#\s]+)(?:#[^)]*)?\)")
+# What makes a browser fetch: any URL attribute of any element but a link (<a href>), and url()
+# in a style.  A foreign origin starts with a scheme (http:, https:) or with "//".
+FETCHES = re.compile(
+    r"<(?!a\b)\w+\b[^>]*?\s(?:src|href|srcset|data|poster|xlink:href)\s*=\s*[\"']?\s*(?:https?:)?//"
+    r"|url\(\s*[\"']?\s*(?:https?:)?//"
+    r"|@import\s+(?:url\()?\s*[\"']?\s*(?:https?:)?//",
+    re.I,
+)
 
 
 @pytest.fixture(scope="module")
@@ -48,23 +62,51 @@ def test_every_file_named_exists(page):
         assert (REPO / path).exists(), f"{page.relative_to(REPO)} names {path}, which is not in the repository"
 
 
+def test_every_file_the_readme_links_exists():
+    """The README is read on a forge as well as in the checkout: its links to the docs pages, the
+    licence and the changelog must lead somewhere (the site's own links are checked by the
+    strict build)."""
+    links = LINK.findall((REPO / "README.md").read_text())
+    assert links, "the README links to no page"
+    for link in links:
+        assert (REPO / link).exists(), f"README.md links to {link}, which is not in the repository"
+
+
 def test_the_site_loads_nothing_from_another_origin(site):
     """Readers may be offline: scripts, styles, fonts and images come with the site; only a
     link (<a href>) may lead elsewhere."""
-    for html in site.rglob("*.html"):
-        text = html.read_text()
-        loads = re.findall(r'<(?:script|img|link|source|iframe)\b[^>]*\b(?:src|href)="(https?:)?//', text)
-        assert not loads, f"{html.relative_to(site)} loads from another origin"
-        assert "fonts.googleapis" not in text
+    for page in [*site.rglob("*.html"), *site.rglob("*.css"), *site.rglob("*.svg")]:
+        text = page.read_text()
+        fetch = FETCHES.search(text)
+        assert fetch is None, f"{page.relative_to(site)} fetches from another origin: {fetch[0][:200]}"
+        assert "fonts.googleapis" not in text, page.relative_to(site)
+
+
+def test_the_check_for_other_origins_sees_what_a_browser_would_fetch():
+    fetched = [
+        '<script src="https://cdn.example/x.js">',
+        "<link rel=stylesheet href='//fonts.example/css'>",
+        '<img alt="" srcset="https://img.example/a.png 2x">',
+        '<div style="background: url(https://img.example/b.png)">',
+        '@import url("https://fonts.example/c.css");',
+    ]
+    kept = [
+        '<a href="https://example.org/">',
+        '<img src="../images/dashboard.png">',
+        '<svg xmlns="http://www.w3.org/2000/svg">',
+    ]
+    assert all(FETCHES.search(text) for text in fetched)
+    assert not any(FETCHES.search(text) for text in kept)
 
 
 def test_the_reference_pages_hold_what_the_code_has(site):
     from prometheus_client import Counter, Gauge, Histogram
 
     import fastsse
+    from fastsse import _protocols
     from fastsse_service import metrics
     from fastsse_service.app import create_app
-    from fastsse_service.config import Settings
+    from fastsse_service.config import Settings, TapSettings
 
     api = (site / "reference" / "http-api" / "index.html").read_text()
     for path in create_app(Settings(database_url="sqlite://")).openapi()["paths"]:
@@ -76,6 +118,15 @@ def test_the_reference_pages_hold_what_the_code_has(site):
     library = (site / "reference" / "library" / "index.html").read_text()
     for name in fastsse.__all__:
         assert name in library, name
+    for settings, page in ((Settings, "operators/install"), (TapSettings, "gateways/tap")):
+        shown = (site / page / "index.html").read_text()
+        prefix = settings.model_config.get("env_prefix", "")
+        for name in settings.model_fields:
+            assert f"<code>{(prefix + name).upper()}</code>" in shown, (name, page)
+    protocols = (site / "verdict" / "protocols" / "index.html").read_text()
+    for protocol in ("responses", "anthropic", "gemini"):
+        for value in _protocols.FINISH_REASONS[protocol]:
+            assert f"<code>{value}</code>" in protocols, (protocol, value)
     cli = (site / "reference" / "cli" / "index.html").read_text()
     for command in ("--fail-on-incomplete", "--workers", "--upstream", "--days"):
         assert command in cli, command

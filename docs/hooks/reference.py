@@ -6,21 +6,44 @@
 - reference/library.md from fastsse's public names and their docstrings;
 - changelog.md from CHANGELOG.md.
 
+Pages written by hand get their facts from the code where a table states them:
+
+- the settings tables (operators/install.md, gateways/tap.md): each row's meaning is written in
+  the page, its default comes from the settings class, and a setting missing from the page (or
+  a row naming none) fails the build;
+- verdict/protocols.md's finish reasons of Responses, Anthropic and Gemini, each judged by
+  fastsse from a small stream at build time;
+- verdict/categories.md's order, retryability and fields, checked against fastsse's.
+
 Nothing here is written to disk: the pages exist only in the built site.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def service(module: str = ""):
+    """A module of the service, which is always imported as ``fastsse_service`` (the build maps
+    the repository's ``service/`` folder to it; ``service/__init__.py`` refuses any other name)."""
+    try:
+        return importlib.import_module("fastsse_service" + (f".{module}" if module else ""))
+    except ModuleNotFoundError as exc:
+        if exc.name != "fastsse_service":
+            raise  # a dependency is missing: its name says which
+        raise PluginError("the docs are made from the service: pip install -e '.[service,docs]' first") from exc
 
 
 def on_files(files, config):
@@ -36,19 +59,22 @@ def on_files(files, config):
 
 
 def on_page_markdown(markdown, page, config, files):
-    if page.file.src_uri == "reference/metrics.md":
-        return markdown.replace("{{ metrics }}", metrics_table())
-    return markdown
+    uri = page.file.src_uri
+    if uri == "reference/metrics.md":
+        markdown = markdown.replace("{{ metrics }}", metrics_table())
+    if uri == "verdict/protocols.md":
+        markdown = markdown.replace("{{ finish_reasons }}", finish_reason_tables())
+    if uri == "verdict/categories.md":
+        check_categories(markdown)
+    return SETTINGS_TABLE.sub(lambda match: settings_table(match[1], match[2], uri), markdown)
 
 
 # -- the HTTP API ----------------------------------------------------------------------------
 
 
 def http_api() -> str:
-    from fastsse_service.app import create_app
-    from fastsse_service.config import Settings
-
-    document = create_app(Settings(database_url="sqlite://")).openapi()
+    settings = service("config").Settings(database_url="sqlite://")
+    document = service("app").create_app(settings).openapi()
     out = [
         "# HTTP API",
         "",
@@ -107,8 +133,7 @@ def _one_paragraph(text: str) -> str:
 def metrics_table() -> str:
     from prometheus_client import Counter, Gauge, Histogram
 
-    from fastsse_service import metrics
-
+    metrics = service("metrics")
     rows = ["| metric | type | labels | what it counts |", "|---|---|---|---|"]
     for value in vars(metrics).values():
         if isinstance(value, (Counter, Gauge, Histogram)):
@@ -118,16 +143,134 @@ def metrics_table() -> str:
     return "\n".join(rows)
 
 
+# -- settings --------------------------------------------------------------------------------
+
+# "<!-- settings: Settings -->" on the line before a table of "| variable | meaning |" rows.
+SETTINGS_TABLE = re.compile(r"^<!-- settings: (\w+) -->\n((?:\|.*(?:\n|$))+)", re.M)
+
+
+def settings_table(class_name: str, table: str, uri: str) -> str:
+    settings = getattr(service("config"), class_name)
+    prefix = settings.model_config.get("env_prefix", "")
+    fields = {(prefix + name).upper(): field for name, field in settings.model_fields.items()}
+    out = ["| variable | default | meaning |", "|---|---|---|"]
+    shown: set[str] = set()
+    for row in table.splitlines()[2:]:
+        variables, _, meaning = row.strip().removeprefix("|").partition(" | ")
+        names = re.findall(r"`([A-Z0-9_]+)`", variables)
+        unknown = [name for name in names if name not in fields]
+        if not names or unknown:
+            raise PluginError(f"{uri}: {variables.strip()} is not a setting of {class_name}")
+        shown.update(names)
+        defaults = " / ".join(_default(name, fields[name].default) for name in names)
+        out.append(f"| {variables.strip()} | {defaults} | {meaning.strip().removesuffix('|').strip()} |")
+    missing = sorted(fields.keys() - shown)
+    if missing:
+        raise PluginError(f"{uri}: the settings table leaves out {', '.join(missing)} ({class_name} has them)")
+    return "\n".join(out) + "\n"
+
+
+def _default(name: str, value) -> str:
+    if value is None or value == "":
+        return "none"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, (int, float)):
+        if name.endswith("_BYTES") and value % 1024**2 == 0:
+            return f"{value // 1024**3} GiB" if value % 1024**3 == 0 else f"{value // 1024**2} MiB"
+        return f"`{int(value) if float(value).is_integer() else value}`"
+    if isinstance(value, str) and "," in value:
+        return ", ".join(value.split(","))  # a list: plain text, so that the cell wraps
+    return f"`{value}`"
+
+
+# -- the verdict ----------------------------------------------------------------------------
+
+
+def check_categories(markdown: str) -> None:
+    """The page's table of categories is written by hand (its meanings are prose); its order, its
+    retryable column and the list of a verdict's fields are fastsse's."""
+    import fastsse
+
+    rows = re.findall(r"^\| \d+ \| `(\w+)` \|.*\| (yes|no)\b[^|]*\|$", markdown, re.M)
+    if [category for category, _ in rows] != list(fastsse.CATEGORIES):
+        raise PluginError("verdict/categories.md: the table's categories are not fastsse.CATEGORIES, in order")
+    for category, retryable in rows:
+        if (retryable == "yes") != fastsse.RETRYABLE[category]:
+            raise PluginError(f"verdict/categories.md: {category}'s retryable is {fastsse.RETRYABLE[category]}")
+    fields = markdown[markdown.index("Fields of a `Verdict`") :].split("\n\n")[0]
+    for field in fastsse.scan(b"", "auto", "eof").to_dict():
+        if f"`{field}`" not in fields:
+            raise PluginError(f"verdict/categories.md: the verdict's field {field} is not among its fields")
+
+
+def finish_reason_tables() -> str:
+    """Every finish reason fastsse knows for Responses, Anthropic and Gemini, and what fastsse
+    makes of it: each value is sent in a small stream with visible text and judged."""
+    import fastsse
+    from fastsse import _protocols
+
+    out = []
+    for protocol, build in (("responses", _responses), ("anthropic", _anthropic), ("gemini", _gemini)):
+        out += [f"### `{protocol}`", "", "| value | normalized | category | retryable |", "|---|---|---|---|"]
+        for value in _protocols.FINISH_REASONS[protocol]:
+            verdict = fastsse.scan(build(value), protocol, "eof")
+            if verdict.finish_reason_raw != value:
+                raise PluginError(f"the {protocol} stream made for {value!r} did not carry it: {verdict.to_dict()}")
+            out.append(
+                f"| `{value}` | `{verdict.finish_reason}` | `{verdict.category}` | "
+                f"{'yes' if verdict.retryable else 'no'} |"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
+def _event(payload: dict, name: str | None = None) -> bytes:
+    data = json.dumps(payload, separators=(",", ":"))
+    return ((f"event: {name}\n" if name else "") + f"data: {data}\n\n").encode()
+
+
+def _responses(value: str) -> bytes:
+    start = {"type": "response.created", "sequence_number": 0, "response": {"id": "r", "status": "in_progress"}}
+    text = {"type": "response.output_text.delta", "sequence_number": 1, "delta": "Hi"}
+    if value in ("completed", "failed", "cancelled"):  # a response.status
+        end = {"type": "response.completed", "sequence_number": 2, "response": {"id": "r", "status": value}}
+    else:  # an incomplete_details.reason
+        response = {"id": "r", "status": "incomplete", "incomplete_details": {"reason": value}}
+        end = {"type": "response.incomplete", "sequence_number": 2, "response": response}
+    return b"".join(_event(event, event["type"]) for event in (start, text, end))
+
+
+def _anthropic(value: str) -> bytes:
+    message = {"id": "m", "type": "message", "role": "assistant", "content": [], "stop_reason": None}
+    events = [
+        {"type": "message_start", "message": message},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": value}, "usage": {"output_tokens": 1}},
+        {"type": "message_stop"},
+    ]
+    return b"".join(_event(event, event["type"]) for event in events)
+
+
+def _gemini(value: str) -> bytes:
+    def chunk(text: str, **finish) -> bytes:
+        return _event({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "index": 0, **finish}]})
+
+    return chunk("Hi") + chunk("!", finishReason=value)
+
+
 # -- command lines ---------------------------------------------------------------------------
 
+# Each command line, and its arguments to `python -m`.
 COMMANDS = [
-    ("fastsse", ["fastsse", "--help"], ["-m", "fastsse", "--help"]),
-    ("fastsse scan", ["fastsse", "scan", "--help"], ["-m", "fastsse", "scan", "--help"]),
-    ("fastsse-service", ["fastsse-service", "--help"], ["-m", "fastsse_service", "--help"]),
+    ("fastsse", ["fastsse", "--help"]),
+    ("fastsse scan", ["fastsse", "scan", "--help"]),
+    ("fastsse-service", ["fastsse_service", "--help"]),
 ]
 COMMANDS += [
-    (f"fastsse-service {name}", [], ["-m", "fastsse_service", name, "--help"])
-    for name in ("serve", "migrate", "prune", "tap")
+    (f"fastsse-service {name}", ["fastsse_service", name, "--help"]) for name in ("serve", "migrate", "prune", "tap")
 ]
 
 
@@ -140,9 +283,15 @@ def command_lines() -> str:
         "",
     ]
     env = {**os.environ, "COLUMNS": "100"}
-    for title, _, arguments in COMMANDS:
+    for title, arguments in COMMANDS:
         done = subprocess.run(
-            [sys.executable, *arguments], capture_output=True, text=True, env=env, timeout=60, check=True
+            [sys.executable, "-m", *arguments],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=REPO,
+            timeout=60,
+            check=True,
         )
         out += [f"## `{title}`", "", "```text", done.stdout.rstrip(), "```", ""]
     return "\n".join(out)
