@@ -6,6 +6,7 @@ Plain functions and one small class, no HTTP: the routes call these, and so do t
 from __future__ import annotations
 
 import hashlib
+import operator
 import re
 import time
 from datetime import datetime
@@ -13,6 +14,10 @@ from datetime import datetime
 import fastsse
 
 from .verdict_fields import FROM_VERDICT
+
+# The verdict's attributes the row copies, read in one call.
+_VERDICT_COLUMNS = tuple(column for column, _attr in FROM_VERDICT)
+_VERDICT_VALUES = operator.attrgetter(*(attr for _column, attr in FROM_VERDICT))
 
 MAX_TOOL_CHARS = 64
 UNKNOWN_TOOL = "unknown"
@@ -115,6 +120,5 @@ def verdict_row(
         "request_id": request_id,
         "attempt": attempt,
     }
-    for column, attr in FROM_VERDICT:
-        row[column] = getattr(verdict, attr)
+    row.update(zip(_VERDICT_COLUMNS, _VERDICT_VALUES(verdict), strict=True))
     return row
