@@ -237,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         [sys.executable, "-m", "fastsse_service", "serve", "--port", str(args.port)], env=env, cwd=os.getcwd()
     )
     base_url = f"http://127.0.0.1:{args.port}"
+    demo = None
     try:
         if not wait_until_answering(f"{base_url}/readyz", service, interval=0.2):
             print("the service did not start", file=sys.stderr)
@@ -255,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        if demo is not None:
+            demo.http.close()
         service.send_signal(signal.SIGTERM)
         service.wait(30)
     return 0

@@ -19,9 +19,9 @@ transport faults belong to streams.
 
 Every request is logged as one JSON line (``--log``, else stderr): what was asked, which fault
 applied, the bytes actually written, and whether the terminal event went on the wire.  That is
-the proof that a fault reached the client.  The line is written once the answer's body is out
-and before its ending (the last chunk, a reset, a stall), so a client that saw the answer end
-always finds it.
+the proof that a fault reached the client.  The line is written before the answer's end goes
+out (a stream's once its body is out and before its ending: the last chunk, a reset, a stall),
+so a client that saw the answer end always finds it.
 """
 
 from __future__ import annotations
@@ -191,9 +191,10 @@ class MockProvider:
         self.settings = settings
 
     def log(self, entry: dict) -> None:
-        line = json.dumps(entry)
+        # One write of the whole line: a reader never meets half of one.
         target = self.settings.log or sys.stderr
-        print(line, file=target, flush=True)
+        target.write(json.dumps(entry) + "\n")
+        target.flush()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -242,31 +243,32 @@ class MockProvider:
             "host": request.headers.get("host"),
             "headers": sorted(request.headers),
         }
+        # Each answer is logged before it goes out, so that a client that has read it finds it.
         if request.method == "HEAD":
-            await connection.head(200, {"content-length": "0"})
             self.log({**entry, "status": 200, "kind": "probe"})
+            await connection.head(200, {"content-length": "0"})
             return True
         if request.method == "GET" and path.rstrip("/") in ("/v1/models", "/models"):
             models = [
                 {"id": m, "object": "model", "created": 1764590400, "owned_by": "mock"} for m in DEFAULT_MODELS.values()
             ]
-            await connection.whole(200, json.dumps({"object": "list", "data": models}).encode())
             self.log({**entry, "status": 200, "kind": "models"})
+            await connection.whole(200, json.dumps({"object": "list", "data": models}).encode())
             return True
         protocol, model, streamed, body = self.route(request, path)
         if protocol is None:
+            self.log({**entry, "status": 404, "kind": "unknown"})
             await connection.whole(
                 404,
                 json.dumps(
                     {"error": {"message": f"no such endpoint: {request.method} {path}", "type": "not_found_error"}}
                 ).encode(),
             )
-            self.log({**entry, "status": 404, "kind": "unknown"})
             return True
         if protocol in ("count_tokens", "gemini_count"):
             counted = {"input_tokens": 12} if protocol == "count_tokens" else {"totalTokens": 12}
-            await connection.whole(200, json.dumps(counted).encode())
             self.log({**entry, "status": 200, "kind": "count_tokens"})
+            await connection.whole(200, json.dumps(counted).encode())
             return True
         # A once applies to the first generation on its prefix; a whole (non-streamed) answer
         # can only say what a model says (F4, F5): the transport faults are the stream's.
@@ -283,7 +285,6 @@ class MockProvider:
         entry.update(protocol=protocol, model=model, stream=streamed, applied=applied, once=bool(once))
         if not streamed:
             answer = self.whole_answer(protocol, applied, model, body)
-            # Logged before it goes out, so that a client that has read the answer finds it.
             self.log(
                 {
                     **entry,

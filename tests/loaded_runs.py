@@ -45,13 +45,20 @@ def stop_load(processes: list[subprocess.Popen]) -> None:
             process.wait()
 
 
+def _stopped(signum, frame) -> None:
+    raise SystemExit(f"stopped by signal {signum}")  # so that the load is stopped too
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="how many runs in a row (default 5)")
-    parser.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="cores to keep busy (default: all)")
+    parser.add_argument(
+        "--cores", type=int, default=len(os.sched_getaffinity(0)), help="cores to keep busy (default: all)"
+    )
     parser.add_argument("pytest_args", nargs="*", help="passed to pytest (after --); default: the whole suite")
     args = parser.parse_args(argv)
 
+    signal.signal(signal.SIGTERM, _stopped)
     load = start_load(args.cores)
     print(f"load: {args.cores} busy cores ({'stress-ng' if shutil.which('stress-ng') else 'busy loops'})", flush=True)
     try:

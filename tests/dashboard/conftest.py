@@ -2,17 +2,16 @@
 browser Playwright downloads), against the service as a real process.
 
 Where Chromium or Playwright is missing these tests skip with the reason, unless
-FASTSSE_REQUIRE_BROWSER=1 (set by .ci/run), where they fail.
+FASTSSE_REQUIRE_BROWSER=1 (set by .ci/run), where they fail (tests/dependencies.py).
 """
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.dependencies import CHROMIUM, browser_missing
+from tests import dependencies
 from tests.service.conftest import (  # noqa: F401  (fixtures)
     INGEST,
     READ,
@@ -27,23 +26,16 @@ from tests.service.conftest import (  # noqa: F401  (fixtures)
 ARTIFACTS = REPO / "test-artifacts"
 
 
-def _unavailable(reason: str):
-    browser_missing(reason)
-
-
 # Module-wide, not session-wide: Playwright's sync API keeps an event loop running in this
 # thread while it is open, and later tests call asyncio.run().
 @pytest.fixture(scope="module")
 def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("Playwright for Python is not installed (pip install playwright)")
-    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
-        _unavailable(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
+    chromium = dependencies.browser()
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
+            executable_path=chromium,
             args=[
                 "--headless",
                 "--no-sandbox",

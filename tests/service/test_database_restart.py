@@ -15,19 +15,17 @@ from sqlalchemy import create_engine, select
 
 from fastsse_service.models import StoredVerdict
 from loadtests.localhost import wait_until
-from loadtests.throwaway_postgres import PostgresToolsMissing, ThrowawayPostgres
+from loadtests.throwaway_postgres import ThrowawayPostgres
 from loadtests.wire import short_stream
-from tests.dependencies import postgres_tools_missing
+from tests import dependencies
 
 from .conftest import INGEST
 
 
 @pytest.fixture
 def throwaway_postgres():
-    try:
-        server = ThrowawayPostgres()
-    except PostgresToolsMissing as exc:
-        postgres_tools_missing(str(exc))
+    dependencies.postgres_server_programs()
+    server = ThrowawayPostgres()
     try:
         server.start()
         yield server

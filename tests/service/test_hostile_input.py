@@ -141,9 +141,9 @@ def test_a_header_that_never_ends_is_refused_before_it_grows(service):
 
 def test_a_head_that_dribbles_in_is_cut_off_and_others_are_served_meanwhile(service_process, database_url):
     impatient = service_process({"DATABASE_URL": database_url, "HEAD_TIMEOUT_SECONDS": "1"})
+    started = time.monotonic()  # before the connection: its timer cannot start any earlier
     with socket.create_connection(("127.0.0.1", impatient.port), timeout=10) as sock:
         sock.sendall(b"POST /v1/streams?stream_id=dribbled HTTP/1.1\r\nhost: x\r\nx-slow: ")
-        started = time.monotonic()
         with httpx.Client(base_url=impatient.url, headers=INGEST, timeout=10) as http:
             assert (
                 http.post("/v1/streams", params={"stream_id": "meanwhile"}, content=b"data: [DONE]\n\n").status_code
@@ -151,7 +151,7 @@ def test_a_head_that_dribbles_in_is_cut_off_and_others_are_served_meanwhile(serv
             )
         answer = b""
         try:
-            while time.monotonic() - started < 6 and not answer:
+            while time.monotonic() - started < 20 and not answer:
                 sock.sendall(b"a")  # a byte now and then: never silent, never whole
                 sock.settimeout(0.2)
                 try:
@@ -163,7 +163,9 @@ def test_a_head_that_dribbles_in_is_cut_off_and_others_are_served_meanwhile(serv
         waited = time.monotonic() - started
     assert status_of(answer) == 408, answer[:200]
     assert b"HEAD_TIMEOUT_SECONDS" in answer
-    assert 0.9 < waited < 4
+    # Not before the head timeout, and long before the default (30 s): 10 s is a busy
+    # machine's margin.
+    assert 0.95 < waited < 10
     assert [v["stream_id"] for v in rows(impatient)] == ["meanwhile"]
 
 

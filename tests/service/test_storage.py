@@ -291,23 +291,35 @@ def test_the_postgres_writer_prepares_its_statement_once(postgres_url):
     engine.dispose()
 
 
-def _while_held_elsewhere(writer, hold, release, seconds: float):
-    """Hold a lock of the file (``hold``) in this thread, let another thread ``release`` it
-    after ``seconds``, and post meanwhile: how long ten ticks of 10 ms took on the event loop
-    while the post waited, and what the post got."""
+def _while_held_elsewhere(writer, hold, release):
+    """Hold a lock of the file (``hold``), post, and ``release`` it once ten ticks of 10 ms
+    have passed on the event loop: how long the ticks took, and what the post got.  A post
+    that waited for the lock on the loop would hold the ticks until a timer released it, after
+    30 s (SQLite's busy timeout is as long)."""
     import threading
+
+    released = threading.Lock()
+
+    def release_once() -> None:
+        if released.acquire(blocking=False):
+            release()
 
     async def post():
         await writer.start()
         try:
             hold()
-            threading.Timer(seconds, release).start()
-            waiting = asyncio.ensure_future(writer.write(complete_row("in-turn"), timeout=30))
-            started = time.monotonic()
-            for _ in range(10):
-                await asyncio.sleep(0.01)
-            ticks = time.monotonic() - started
-            assert not waiting.done()
+            unstuck = threading.Timer(30, release_once)
+            unstuck.start()
+            try:
+                waiting = asyncio.ensure_future(writer.write(complete_row("in-turn"), timeout=60))
+                started = time.monotonic()
+                for _ in range(10):
+                    await asyncio.sleep(0.01)
+                ticks = time.monotonic() - started
+                assert not waiting.done()
+            finally:
+                unstuck.cancel()
+                release_once()
             return ticks, await waiting
         finally:
             await writer.stop()
@@ -328,11 +340,10 @@ def test_an_sqlite_batch_waits_for_another_writers_turn_off_the_event_loop(sqlit
         writer,
         lambda: fcntl.flock(lock_file, fcntl.LOCK_EX),
         lambda: fcntl.flock(lock_file, fcntl.LOCK_UN),
-        seconds=2.0,
     )
     lock_file.close()
     engine.dispose()
-    assert ticks < 1.5  # the loop was not held while the lock was (2 s)
+    assert ticks < 10  # the loop went on while the lock was held (30 s, had it waited on the loop)
     assert result.outcome == CREATED
     assert counts(sqlite_url) == (1, 1)
 
@@ -347,11 +358,11 @@ def test_an_sqlite_batch_waits_for_a_writer_without_the_lock_off_the_event_loop(
     writer = VerdictWriter(open_store(engine), queue_size=10, batch_size=10, metrics_tools=frozenset())
     other = sqlite3.connect(make_engine(sqlite_url).url.database, check_same_thread=False, isolation_level=None)
     ticks, result = _while_held_elsewhere(
-        writer, lambda: other.execute("BEGIN IMMEDIATE"), lambda: other.execute("COMMIT"), seconds=2.0
+        writer, lambda: other.execute("BEGIN IMMEDIATE"), lambda: other.execute("COMMIT")
     )
     other.close()
     engine.dispose()
-    assert ticks < 1.5  # the loop was not held while the lock was (2 s)
+    assert ticks < 10  # the loop went on while the lock was held (30 s, had it waited on the loop)
     assert result.outcome == CREATED
     assert counts(sqlite_url) == (1, 1)
 

@@ -175,10 +175,11 @@ def test_every_fault_is_relayed_unchanged_and_its_verdict_stored(mock, service, 
 
 def test_bytes_reach_the_client_as_they_come_not_when_the_answer_ends(service, taps):
     # The stall fault sends its first events, then nothing for STALL_SECONDS: a tap that held
-    # the answer back would show the client no silence inside it.
+    # the answer back would show the client no silence inside it, however busy the machine.
+    # Half the stall: a busy machine can shorten the silence seen (the events before it read late).
     tap = taps.start(service.url)
     got = through(tap, "chat", "stall", agent="stall-probe/1")
-    assert got["longest_gap"] >= STALL_SECONDS * 0.8
+    assert got["longest_gap"] >= STALL_SECONDS * 0.5
     assert got["body"].startswith(b"data: ")
 
 
