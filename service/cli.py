@@ -98,23 +98,52 @@ def server_options(settings) -> dict:
         "log_level": settings.log_level,
         "log_config": log_config,
         "access_log": getattr(settings, "access_log", False),
-        "http": http_protocol(),
+        "http": http_protocol(settings),
     }
 
 
-def http_protocol() -> str:
-    """httptools with bounds on the request head (service/http_limits.py), else uvicorn's h11,
-    which has its own."""
-    import importlib.util
+def http_protocol(settings):
+    """uvicorn's httptools protocol with the bounds of service/http_limits.py: by its import
+    path for the service (each worker reads the settings), as a class for the tap."""
+    if isinstance(settings, TapSettings):
+        from .http_limits import bounded_protocol
 
-    if importlib.util.find_spec("httptools"):
-        return f"{__package__}.http_limits:BoundedHttpToolsProtocol"
-    return "h11"
+        return bounded_protocol(settings.head_timeout_seconds, settings.max_connections, settings_prefix="TAP_")
+    return f"{__package__}.http_limits:BoundedHttpToolsProtocol"
+
+
+# Descriptors a worker needs besides its connections: the database's, the log's, the
+# metrics' files, the spool's.
+FILE_RESERVE = 256
+
+
+def raise_open_file_limit(max_connections: int, setting: str) -> None:
+    """Each connection is a file descriptor: raise the process's soft limit (its workers
+    inherit it) to fit ``max_connections`` and a reserve, as far as the hard limit allows, and
+    warn if that is not enough (a worker out of descriptors refuses everything)."""
+    import resource
+
+    wanted = max_connections + FILE_RESERVE
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        soft = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        logging.getLogger(__name__).warning(
+            "the open-file limit (%d) is below %s (%d) and a reserve of %d: lower %s or raise the "
+            "limit (systemd: LimitNOFILE)",
+            soft,
+            setting,
+            max_connections,
+            FILE_RESERVE,
+            setting,
+        )
 
 
 def run_server(app: str, *, host: str, port: int, workers: int, settings, factory: bool = False) -> None:
     import uvicorn
 
+    raise_open_file_limit(settings.max_connections, "MAX_CONNECTIONS")
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Every worker writes its metrics here and /metrics merges them.  Set before any worker
         # imports prometheus_client: it picks its storage at import time.
@@ -174,6 +203,8 @@ def _tap(args) -> int:
     from .tap import run
 
     host, port = args.listen
+    logging.basicConfig(level=settings.log_level.upper(), format="%(levelname)s: %(message)s")
+    raise_open_file_limit(settings.max_connections, "TAP_MAX_CONNECTIONS")
     options = server_options(settings)
     run(settings, host, port, options["log_config"], options["http"])
     return 0

@@ -45,9 +45,13 @@ class Settings(BaseSettings):
     # Admission control: past this many posts in progress in one worker, a post is refused at
     # once with 503 and Retry-After: 1 (overload gets quick refusals, not growing latency).
     max_inflight_posts: int = Field(default=64, ge=1)
-    # A request head (request line and headers) not whole after this long gets 408: a client
-    # that dribbles its headers a byte at a time does not hold its connection for ever.
+    # A connection must have a whole request head (request line and headers) this long after
+    # it was made and after each answer, else it is closed (408 if it sent anything): a client
+    # that sends nothing, or dribbles its head a byte at a time, holds its connection no longer.
     head_timeout_seconds: float = Field(default=30.0, gt=0)
+    # A worker holds at most this many connections (each is a file descriptor); one more is
+    # answered 503 and closed at once.  The worker raises its open-file limit to fit it.
+    max_connections: int = Field(default=4096, ge=1)
     # An upload that sends no byte for this long, or is not whole after the total, gets 408.
     upload_idle_timeout_seconds: float = Field(default=30.0, gt=0)
     upload_timeout_seconds: float = Field(default=300.0, gt=0)
@@ -114,6 +118,17 @@ class TapSettings(BaseSettings):
     # No byte from the upstream for this long: the stream is cut, its transport "timeout".
     idle_timeout_seconds: float = Field(default=300.0, gt=0)
     max_request_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    # The request bodies the tap holds at once, all requests together: past it a request is
+    # answered 503 (each body is read whole before it is forwarded).
+    max_buffered_request_bytes: int = Field(default=512 * 1024 * 1024, ge=1)
+    # As the service's settings of the same names (without TAP_): a request head whole this
+    # long after the connection was made or its last answer went out, a request body that
+    # sends a byte at least this often and is whole within the total, at most this many
+    # connections.
+    head_timeout_seconds: float = Field(default=30.0, gt=0)
+    upload_idle_timeout_seconds: float = Field(default=30.0, gt=0)
+    upload_timeout_seconds: float = Field(default=300.0, gt=0)
+    max_connections: int = Field(default=4096, ge=1)
     # An answer larger than this (decoded) is relayed but not judged.
     max_capture_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
     # On stop: how long spooled captures may still be posted; the rest waits for the next start.

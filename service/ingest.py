@@ -28,6 +28,7 @@ from .auth import Gateway
 from .config import Settings
 from .db import utcnow
 from .judging import BodyTooLarge, StreamJudge, sanitize_tool, verdict_row
+from .uploads import UploadBrokeOff, UploadClock
 from .writer import CONFLICT, CREATED, VerdictWriter, WriterUnavailable
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,6 @@ log = logging.getLogger(__name__)
 IDENTIFIER_PATTERN = r"^[A-Za-z0-9._:/@+=-]+$"
 _IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 _INTEGER = re.compile(r"^[+-]?[0-9]{1,12}$")
-CLOCK_SLACK_SECONDS = 0.001  # how early an upload timeout may fire (see UploadClock._check)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,61 +241,6 @@ class Refused:
 
 
 Outcome = Stored | Refused
-
-
-class UploadBrokeOff(Exception):
-    """What the body's chunks raise when the client goes away before the body is whole."""
-
-
-class UploadClock:
-    """The upload timeouts of one post: no byte for ``idle`` seconds, or the whole body not in
-    after ``total`` seconds, and the task reading it is cancelled (a client that dribbles its
-    bytes must not hold a connection and a slot forever).  One timer per post: a chunk only
-    notes the time, and the timer, when it fires, looks whether the upload was quiet for
-    ``idle`` seconds or took too long, and otherwise sets itself again for the earlier one."""
-
-    def __init__(self, idle: float, total: float) -> None:
-        self._loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None  # made in the task that reads the upload
-        self._task = task
-        self._cancelling = getattr(self._task, "cancelling", lambda: 0)
-        self._idle = idle
-        self._total = total
-        self._reason: str | None = None
-        self._last = started = self._loop.time()
-        self._deadline = started + total
-        self._timer = self._loop.call_at(min(started + idle, self._deadline), self._check)
-
-    def _check(self) -> None:
-        due = min(self._last + self._idle, self._deadline)
-        # uvloop's clock counts whole milliseconds: a timer may fire a moment before the time
-        # it was set for, which must not make it set itself again and again until then.
-        if self._loop.time() + CLOCK_SLACK_SECONDS < due:
-            self._timer = self._loop.call_at(due, self._check)  # a chunk came meanwhile
-        elif due == self._deadline:
-            self._expire(f"not whole after {self._total:g} s (UPLOAD_TIMEOUT_SECONDS)")
-        else:
-            self._expire(f"no byte for {self._idle:g} s (UPLOAD_IDLE_TIMEOUT_SECONDS)")
-
-    def _expire(self, reason: str) -> None:
-        self._reason = reason
-        self._task.cancel()
-
-    def tick(self) -> None:
-        self._last = self._loop.time()
-
-    def expired(self) -> str | None:
-        """Why the upload timed out (its cancellation is then handled), or None, also when
-        the task was cancelled from outside as well (a shutdown): that one goes on."""
-        if self._reason is None or self._cancelling() > 1:
-            return None
-        if hasattr(self._task, "uncancel"):
-            self._task.uncancel()  # Python 3.11+
-        return self._reason
-
-    def stop(self) -> None:
-        self._timer.cancel()
 
 
 async def ingest(

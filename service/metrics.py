@@ -106,6 +106,14 @@ INGEST_REQUESTS = Counter(
     "POST /v1/streams answers, by HTTP status (499 when the upload broke off: nobody heard it).",
     ["status"],
 )
+CONNECTION_CLOSE_REASONS = ("idle", "head_timeout", "head_too_large", "too_many_connections")
+CONNECTIONS_CLOSED = Counter(
+    "fastsse_connections_closed_total",
+    "Connections the server closed before a request was whole, by reason: idle (nothing sent by "
+    "HEAD_TIMEOUT_SECONDS), head_timeout (408), head_too_large (431), too_many_connections (503, "
+    "past MAX_CONNECTIONS).",
+    ["reason"],
+)
 DB_WRITE_SECONDS = Histogram(
     "fastsse_db_write_duration_seconds",
     "Time one group-commit transaction took, commit included.",
@@ -156,6 +164,8 @@ def prepare_series(allowed_tools: frozenset[str], queue_size: int) -> None:
         INGEST_REQUESTS.labels(status)
     for pool in ("bearer", "signed"):
         INGEST_IN_PROGRESS.labels(pool)
+    for reason in CONNECTION_CLOSE_REASONS:
+        CONNECTIONS_CLOSED.labels(reason)
 
 
 # The series one kind of verdict adds to, by (tool, protocol, category, silent): looking a

@@ -24,6 +24,7 @@ import httpx
 import fastsse
 
 from ..config import TapSettings
+from ..uploads import UploadTooLarge, UploadTooSlow, read_body
 from .identify import RequestTracker, credential, generation, tool_from_user_agent
 from .spool import Poster, Spool
 
@@ -107,6 +108,8 @@ class Tap:
         # first served, and the tasks are created in that order.
         self._spool_order = asyncio.Lock()
         self.hung_up = 0
+        # The request bodies held now, all requests together (TAP_MAX_BUFFERED_REQUEST_BYTES).
+        self.buffered = 0
 
     # -- lifespan -------------------------------------------------------------------------
     async def startup(self) -> None:
@@ -164,17 +167,20 @@ class Tap:
 
     # -- one request ----------------------------------------------------------------------
     async def proxy(self, scope, receive, send) -> None:
+        held = _Held(self)
         try:
-            body = await self._read_body(receive)
-        except ClientGone:
-            return  # hung up before its request was whole: nothing to forward
-        if body is None:
-            await _plain(
-                send,
-                413,
-                f"the request body is larger than the tap's TAP_MAX_REQUEST_BYTES ({self.settings.max_request_bytes})",
-            )
-            return
+            try:
+                body = await self._read_body(scope, receive, held)
+            except ClientGone:
+                return  # hung up before its request was whole: nothing to forward
+            except _Refusal as refusal:
+                await _plain(send, refusal.status, refusal.detail, close=True)
+                return
+            await self._forward(scope, receive, send, body)
+        finally:
+            held.release()  # the body is no longer needed once the answer is over
+
+    async def _forward(self, scope, receive, send, body: bytes) -> None:
         # Headers travel as the bytes they are (names lowercased by the server): a value
         # outside ASCII passes through unchanged, never re-encoded.
         raw_headers = scope["headers"]
@@ -258,20 +264,43 @@ class Tap:
         if outcome != "eof":
             raise UpstreamBroke(outcome)  # uvicorn closes the client's connection mid-body
 
-    async def _read_body(self, receive) -> bytes | None:
-        parts, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise ClientGone
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.settings.max_request_bytes:
-                return None
-            parts.append(chunk)
-            if not message.get("more_body"):
-                break
-        return b"".join(parts)
+    async def _read_body(self, scope, receive, held: _Held) -> bytes:
+        """The request's body, read whole within the tap's bounds: its own size, the bytes
+        all requests hold together, the upload timeouts (else ``_Refusal``)."""
+        settings = self.settings
+        too_large = f"the request body is larger than the tap's TAP_MAX_REQUEST_BYTES ({settings.max_request_bytes})"
+        declared = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"content-length"), None)
+        if declared is not None and declared.isdigit():  # refused before a byte of it is read
+            if int(declared) > settings.max_request_bytes:
+                raise _Refusal(413, too_large)
+            if not held.take(int(declared)):
+                raise _Refusal(503, _FULL.format(settings.max_buffered_request_bytes))
+
+        async def chunks():
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise ClientGone
+                chunk = message.get("body", b"")
+                if declared is None and not held.take(len(chunk)):  # chunked: counted as it comes
+                    raise _Refusal(503, _FULL.format(settings.max_buffered_request_bytes))
+                yield chunk
+                if not message.get("more_body"):
+                    return
+
+        try:
+            return await read_body(
+                chunks(),
+                limit=settings.max_request_bytes,
+                idle=settings.upload_idle_timeout_seconds,
+                total=settings.upload_timeout_seconds,
+                declared_length=declared,
+                settings_prefix="TAP_",
+            )
+        except UploadTooLarge:
+            raise _Refusal(413, too_large) from None
+        except UploadTooSlow as slow:
+            raise _Refusal(408, f"the request body was too slow: {slow}") from None
 
     def _upstream_url(self, scope) -> httpx.URL:
         raw_path = scope.get("raw_path") or scope["path"].encode()
@@ -351,16 +380,45 @@ class Tap:
             self.poster.submit(spooled)
 
 
-async def _plain(send, status: int, detail: str) -> None:
-    """An answer of the tap's own (never the upstream's): JSON, as the service's errors."""
+_FULL = "the tap holds as many request bytes as it may (TAP_MAX_BUFFERED_REQUEST_BYTES, {}); retry later"
+
+
+class _Refusal(Exception):
+    """A request the tap answers itself, without forwarding it."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.detail = status, detail
+
+
+class _Held:
+    """The bytes of one request's body counted against the tap's TAP_MAX_BUFFERED_REQUEST_BYTES
+    while it holds them."""
+
+    def __init__(self, tap: Tap) -> None:
+        self._tap, self._bytes = tap, 0
+
+    def take(self, size: int) -> bool:
+        tap = self._tap
+        if tap.buffered + size > tap.settings.max_buffered_request_bytes:
+            return False
+        tap.buffered += size
+        self._bytes += size
+        return True
+
+    def release(self) -> None:
+        self._tap.buffered -= self._bytes
+        self._bytes = 0
+
+
+async def _plain(send, status: int, detail: str, *, close: bool = False) -> None:
+    """An answer of the tap's own (never the upstream's): JSON, as the service's errors; with
+    ``close``, the connection is closed after it (the body may not have been read)."""
     body = json.dumps({"detail": detail}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        }
-    )
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 

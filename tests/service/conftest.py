@@ -105,7 +105,7 @@ def make_settings(database_url):
 class ThreadServer:
     """The app under uvicorn on a real 127.0.0.1 socket, in a thread of the test process."""
 
-    def __init__(self, app, port: int = 0) -> None:
+    def __init__(self, app, port: int = 0, http="auto") -> None:
         import uvicorn
 
         self.app = app
@@ -114,7 +114,7 @@ class ThreadServer:
         self.socket.bind(("127.0.0.1", port))
         self.port = self.socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", http=http))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
 
     def __enter__(self):

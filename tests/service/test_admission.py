@@ -179,7 +179,7 @@ def test_an_upload_timeout_fires_once_on_uvloops_millisecond_clock(monkeypatch):
     import asyncio
 
     uvloop = pytest.importorskip("uvloop")
-    from fastsse_service.ingest import UploadClock
+    from fastsse_service.uploads import UploadClock
 
     checks = []
     real = UploadClock._check

@@ -215,3 +215,66 @@ def test_thousands_of_connections_opened_and_dropped_leak_nothing(service):
     wait_until(lambda: open_fds(pid) <= baseline + 5, what="the dropped connections' descriptors closed", timeout=20)
     assert [v["stream_id"] for v in rows(service)] == ["after"]
     assert "Traceback" not in service.log()
+
+
+# ---------------------------------------------------------------------------------------------
+# the sign-in form: bounded in size before and while it is read, and in time
+# ---------------------------------------------------------------------------------------------
+LATE = 10.0  # a timeout must fire long before the defaults (30 s): a busy machine's margin
+
+
+def send_head(port: int, head: str, first: bytes = b"") -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=LATE + 5)
+    sock.sendall(head.replace("\n", "\r\n").encode() + b"\r\n" + first)
+    return sock
+
+
+def answer(sock: socket.socket) -> bytes:
+    got = b""
+    try:
+        while piece := sock.recv(65536):
+            got += piece
+    except (ConnectionResetError, TimeoutError):
+        pass
+    return got
+
+
+SIGNIN = "POST /signin HTTP/1.1\nhost: x\ncontent-type: application/x-www-form-urlencoded\n"
+
+
+def test_a_sign_in_form_that_says_it_is_huge_is_refused_before_it_is_read(serve):
+    server = serve()
+    with send_head(server.port, SIGNIN + "content-length: 419430400\n") as sock:  # 400 MiB
+        got = answer(sock)
+    assert got.startswith(b"HTTP/1.1 413") and b"at most 4096 bytes" in got, got[:300]
+
+
+def test_a_sign_in_form_that_never_ends_is_cut_off_while_it_streams(serve):
+    server = serve()
+    sent = 0
+    with send_head(server.port, SIGNIN + "transfer-encoding: chunked\n") as sock:
+        sock.settimeout(0.2)
+        got = b""
+        for _ in range(2000):  # 2 MB if nobody stops it
+            try:
+                sock.sendall(b"400\r\n" + b"a" * 1024 + b"\r\n")
+                sent += 1
+                got += sock.recv(65536)
+            except TimeoutError:
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            if got:
+                break
+        got += answer(sock)
+    assert got.startswith(b"HTTP/1.1 413"), got[:300]
+    assert sent < 200, f"{sent} KiB taken before the refusal"
+
+
+def test_a_sign_in_form_that_stops_sending_gets_a_408(serve):
+    server = serve(upload_idle_timeout_seconds=1)
+    started = time.monotonic()  # before the upload: its timer cannot start any earlier
+    with send_head(server.port, SIGNIN + "content-length: 100\n", b"token=") as sock:
+        got = answer(sock)
+    assert got.startswith(b"HTTP/1.1 408") and b"UPLOAD_IDLE_TIMEOUT_SECONDS" in got, got[:300]
+    assert 0.95 < time.monotonic() - started < LATE

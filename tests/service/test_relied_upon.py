@@ -26,6 +26,7 @@ def test_uvicorn_httptools_protocol_has_the_hooks_bounded_heads_override():
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     hooks = (
+        "connection_made",
         "data_received",
         "connection_lost",
         "on_message_begin",
@@ -33,12 +34,15 @@ def test_uvicorn_httptools_protocol_has_the_hooks_bounded_heads_override():
         "on_header",
         "on_headers_complete",
         "send_400_response",
+        "on_response_complete",
     )
     for hook in hooks:
         assert callable(getattr(HttpToolsProtocol, hook, None)), (hook, where("service/http_limits.py"))
-    # the state the subclass reads: the transport, the event loop, the headers parsed so far
+    # the state the subclass reads: the transport, the event loop, the headers parsed so far,
+    # the server's connections (a set the protocol joins in connection_made), the pipeline of
+    # requests waiting for the one in progress
     source = inspect.getsource(HttpToolsProtocol)
-    for attribute in ("self.transport", "self.loop", "self.headers"):
+    for attribute in ("self.transport", "self.loop", "self.headers", "self.connections.add(self)", "self.pipeline"):
         assert attribute in source, (attribute, where("service/http_limits.py"))
     assert issubclass(http_limits.BoundedHttpToolsProtocol, HttpToolsProtocol)
 

@@ -22,6 +22,7 @@ import zlib
 import httpx
 import pytest
 
+from fastsse_service.cli import http_protocol
 from fastsse_service.config import TapSettings
 from fastsse_service.tap.proxy import Capture, Tap
 from fastsse_service.tap.spool import SUFFIX, Spool, Spooled
@@ -77,9 +78,6 @@ class Taps:
         self.tmp_path, self.mock, self.running = tmp_path, mock, []
 
     def start(self, ingest: str, upstream_transport=None, **settings):
-        from fastsse_service.config import TapSettings
-        from fastsse_service.tap import Tap
-
         values = {
             "upstream": f"http://127.0.0.1:{self.mock.port}",
             "ingest": ingest,
@@ -88,8 +86,9 @@ class Taps:
             "shutdown_grace_seconds": 0.5,
             **settings,
         }
-        tap = Tap(TapSettings(**values), upstream_transport=upstream_transport)
-        server = ThreadServer(tap).__enter__()
+        settings = TapSettings(**values)
+        tap = Tap(settings, upstream_transport=upstream_transport)
+        server = ThreadServer(tap, http=http_protocol(settings)).__enter__()  # as the command line runs it
         server.tap = tap
         self.running.append(server)
         return server
@@ -294,6 +293,82 @@ def test_a_request_body_over_the_limit_is_a_413(service, taps):
     body = generation("chat") | {"messages": [{"role": "user", "content": "x" * 2000}]}
     got = through(tap, "chat", "F0", body=body)
     assert got["status"] == 413 and "TAP_MAX_REQUEST_BYTES" in got["body"].decode()
+
+
+# A tap's own timeouts must fire long before their defaults (30 s): a busy machine's margin.
+LATE = 10.0
+
+
+def send_head(port: int, head: str, first: bytes = b"") -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=LATE + 5)
+    sock.sendall(head.replace("\n", "\r\n").encode() + b"\r\n" + first)
+    return sock
+
+
+def answer(sock: socket.socket) -> bytes:
+    got = b""
+    try:
+        while piece := sock.recv(65536):
+            got += piece
+    except (ConnectionResetError, TimeoutError):
+        pass
+    return got
+
+
+CHAT = "POST /v1/chat/completions HTTP/1.1\nhost: x\ncontent-type: application/json\n"
+
+
+def test_the_tap_refuses_a_declared_length_over_its_limit_before_reading(service, taps):
+    tap = taps.start(service.url)
+    with send_head(tap.port, CHAT + "content-length: 1000000000\n") as sock:
+        got = answer(sock)
+    assert got.startswith(b"HTTP/1.1 413") and b"TAP_MAX_REQUEST_BYTES" in got, got[:300]
+    assert tap.tap.buffered == 0
+
+
+def test_the_tap_times_out_an_upload_that_stops_sending(service, taps):
+    tap = taps.start(service.url, upload_idle_timeout_seconds=1)
+    started = time.monotonic()  # before the upload: its timer cannot start any earlier
+    with send_head(tap.port, CHAT + "content-length: 10000\n", b"{") as sock:
+        got = answer(sock)
+    assert got.startswith(b"HTTP/1.1 408") and b"TAP_UPLOAD_IDLE_TIMEOUT_SECONDS" in got, got[:300]
+    assert 0.95 < time.monotonic() - started < LATE
+    wait_until(lambda: tap.tap.buffered == 0, what="the refused body's bytes released")
+
+
+def test_the_tap_times_out_an_upload_dribbled_past_the_total(service, taps):
+    tap = taps.start(service.url, upload_idle_timeout_seconds=5, upload_timeout_seconds=1.5)
+    started = time.monotonic()
+    got = b""
+    with send_head(tap.port, CHAT + "content-length: 10000\n", b"{") as sock:
+        sock.settimeout(0.2)
+        while time.monotonic() - started < LATE + 5 and not got:
+            try:
+                sock.sendall(b" ")  # a byte now and then: never idle
+                got = sock.recv(65536)
+            except TimeoutError:
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                break
+        got += answer(sock)
+    assert got.startswith(b"HTTP/1.1 408") and b"TAP_UPLOAD_TIMEOUT_SECONDS" in got, got[:300]
+    assert 1.45 < time.monotonic() - started < LATE + 5
+    wait_until(lambda: tap.tap.buffered == 0, what="the refused body's bytes released")
+
+
+def test_the_tap_bounds_the_request_bytes_it_holds_across_requests(service, taps):
+    tap = taps.start(service.url, max_request_bytes=80_000, max_buffered_request_bytes=100_000)
+    held = send_head(tap.port, CHAT + "content-length: 80000\n", b"{")
+    try:
+        wait_until(lambda: tap.tap.buffered == 80_000, what="the first upload's bytes held")
+        with send_head(tap.port, CHAT + "content-length: 30000\n") as sock:
+            got = answer(sock)
+        assert got.startswith(b"HTTP/1.1 503") and b"TAP_MAX_BUFFERED_REQUEST_BYTES" in got, got[:300]
+    finally:
+        held.close()
+    wait_until(lambda: tap.tap.buffered == 0, what="the dropped upload's bytes released")
+    assert through(tap, "chat", "F0")["status"] == 200
+    assert tap.tap.buffered == 0
 
 
 def test_hop_by_hop_headers_stay_on_their_hop(mock, service, taps):

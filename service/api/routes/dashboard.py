@@ -14,16 +14,19 @@ from string import Template
 from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.requests import ClientDisconnect
 
 import fastsse
 
 from ...resources import resource_dir
+from ...uploads import UploadTooLarge, UploadTooSlow, read_body
 from ..deps import SESSION_COOKIE
 
 router = APIRouter(tags=["dashboard"], include_in_schema=False)
 
 DASHBOARD = resource_dir("dashboard")
+# A sign-in form holds a token and a path: larger is refused (413) before or while it is read.
 MAX_FORM_BYTES = 4096
 # Everything the page loads comes from the service itself.
 PAGE_HEADERS = {
@@ -74,8 +77,24 @@ async def signin_form(request: Request, next: str = "/") -> Response:
 
 @router.post("/signin", response_class=HTMLResponse)
 async def signin(request: Request) -> Response:
-    body = await request.body()
-    form = parse_qs(body[:MAX_FORM_BYTES].decode("utf-8", "replace"))
+    settings = request.app.state.settings
+    try:
+        body = await read_body(
+            request.stream(),
+            limit=MAX_FORM_BYTES,
+            idle=settings.upload_idle_timeout_seconds,
+            total=settings.upload_timeout_seconds,
+            declared_length=request.headers.get("content-length"),
+        )
+    except UploadTooLarge:
+        detail = f"a sign-in form is at most {MAX_FORM_BYTES} bytes"
+        return JSONResponse({"detail": detail}, status_code=413, headers={"Connection": "close"})
+    except UploadTooSlow as slow:
+        detail = f"the sign-in form was too slow: {slow}"
+        return JSONResponse({"detail": detail}, status_code=408, headers={"Connection": "close"})
+    except ClientDisconnect:
+        return Response(status_code=400)  # nobody is there to read it
+    form = parse_qs(body.decode("utf-8", "replace"))
     token = (form.get("token") or [""])[0].strip()
     next_path = _local((form.get("next") or ["/"])[0])
     state = request.app.state

@@ -23,11 +23,11 @@ from ...ingest import (
     Outcome,
     Refusal,
     Refused,
-    UploadBrokeOff,
     ingest,
     openapi_parameters,
     parse_query,
 )
+from ...uploads import UploadBrokeOff
 from ..deps import ingest_caller
 from ..schemas import Problem, ValidationProblem, VerdictOut, verdict_json
 
