@@ -34,7 +34,7 @@ OTHER_TOOL = "other"
 # The protocol of a verdict is one of fastsse's protocols, or "unknown" when no event named one.
 PROTOCOL_LABELS = fastsse.PROTOCOLS + (fastsse.UNKNOWN_PROTOCOL,)
 # Answers of POST /v1/streams that exist from the start (others appear when first sent).
-INGEST_STATUSES = ("200", "201", "401", "409", "413", "422", "499", "503")
+INGEST_STATUSES = ("200", "201", "401", "408", "409", "413", "415", "422", "499", "503")
 
 BUILD_INFO = Gauge(
     "fastsse_build_info",

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import re
+import resource
 import signal
+import socket
 import subprocess
 import threading
+import time
 
 import httpx
 import pytest
@@ -29,7 +32,8 @@ def replicas(service_process, postgres_url, tmp_path):
     from fastsse_service.db import migrate
 
     migrate(postgres_url)
-    started = [service_process({"DATABASE_URL": postgres_url}) for _ in range(2)]
+    # The access log says which client address a replica saw (test_forwarded_for...).
+    started = [service_process({"DATABASE_URL": postgres_url, "ACCESS_LOG": "true"}) for _ in range(2)]
     port = free_port()
     config = (REPO / "deploy" / "haproxy.cfg").read_text()
     config = config.replace("bind 127.0.0.1:8000", f"bind 127.0.0.1:{port}")
@@ -145,6 +149,53 @@ def test_a_replica_killed_mid_load_loses_no_acknowledged_verdict(replicas):
     # What was refused while the balancer noticed (a 502/503, a broken connection) may or may
     # not have been stored: the gateway posts it again, and the stream_id makes that safe.
     assert len(refused) < len(acknowledged)
+
+
+def test_one_client_holding_idle_connections_cannot_lock_the_others_out(replicas):
+    url, _ = replicas
+    port = int(url.rsplit(":", 1)[1])
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 4096 <= hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (4096, hard))
+    # 1,000 idle connections from one address (127.0.0.2): past 256 the balancer refuses them.
+    flood, refused_at_once = [], 0
+    for _ in range(1000):
+        try:
+            flood.append(socket.create_connection(("127.0.0.1", port), timeout=10, source_address=("127.0.0.2", 0)))
+        except ConnectionResetError:
+            refused_at_once += 1
+    try:
+
+        def closed(sock: socket.socket) -> bool:
+            sock.setblocking(False)
+            try:
+                return sock.recv(1, socket.MSG_PEEK) == b""
+            except BlockingIOError:
+                return False
+            except ConnectionResetError:
+                return True
+
+        refused = wait_until(
+            lambda: (lambda n: n if n >= 1000 - 256 else None)(refused_at_once + sum(closed(s) for s in flood)),
+            what="the connections past the per-client cap refused",
+        )
+        assert refused <= 1000 - 256 + 5, "connections within the per-client cap were refused"
+        # Another client is served at once, however many idle connections the first holds.
+        started = time.monotonic()
+        assert httpx.get(f"{url}/healthz", timeout=10).status_code == 200
+        assert time.monotonic() - started < 5
+    finally:
+        for sock in flood:
+            sock.close()
+
+
+def test_a_forwarded_for_header_made_up_by_a_client_never_reaches_the_service(replicas):
+    url, started = replicas
+    for _ in range(4):  # least connections: both replicas get some
+        assert httpx.get(f"{url}/healthz", headers={"X-Forwarded-For": "203.0.113.66"}, timeout=10).status_code == 200
+    logs = "".join(replica.log() for replica in started)
+    assert "/healthz" in logs  # the access log has the requests
+    assert "203.0.113.66" not in logs
 
 
 def test_the_shipped_prometheus_configuration_loads_the_rules():

@@ -110,6 +110,7 @@ RAW_STREAM_BODY = {
             "SECONDS, UPLOAD_TIMEOUT_SECONDS): nothing stored.",
         },
         413: {"model": Problem, "description": "The body passed MAX_BODY_BYTES."},
+        415: {"model": Problem, "description": "The body has a Content-Encoding (not decoded): nothing stored."},
         422: {"model": ValidationProblem, "description": "A parameter is missing or wrong."},
         503: {
             "model": Problem,
@@ -152,6 +153,11 @@ async def _answer(
         gateway = ingest_caller(state, headers)
     except HTTPException as exc:  # 401: answered as FastAPI's handler answers it
         return problem(exc.status_code, exc.detail, exc.headers)
+    encoding = headers.get("content-encoding", "").strip().lower()
+    if encoding not in ("", "identity"):
+        # Judged as if it were the stream's bytes, a compressed body would be stored as a
+        # silent failure: the service does not decode bodies (yet), so it refuses them.
+        return problem(415, f"Content-Encoding {encoding[:40]!r} is not decoded: post the stream's bytes as they are")
     try:
         params = parse_query(query)
     except InvalidParameters as exc:
