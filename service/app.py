@@ -6,8 +6,10 @@ import gc
 import logging
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy import exc as sqlalchemy_errors
 
 import fastsse
 
@@ -117,4 +119,24 @@ def create_app(
         # post), and these routers carry nothing but their routes (prefix and tags are in them).
         app.router.routes.extend(module.router.routes)
     app.mount("/static", StaticFiles(directory=dashboard.DASHBOARD / "static"), name="static")
+    for unavailable in (
+        sqlalchemy_errors.OperationalError,
+        sqlalchemy_errors.InterfaceError,
+        sqlalchemy_errors.TimeoutError,
+    ):
+        app.add_exception_handler(unavailable, _database_unavailable)
     return app
+
+
+# Posts answer 503 through the writer; a read that finds the database down, unreachable or out
+# of connections answers the same, without a traceback per request.
+READ_RETRY_AFTER_SECONDS = "5"
+
+
+async def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    log.warning("%s %s: the database is unavailable (%s)", request.method, request.url.path, type(exc).__name__)
+    return JSONResponse(
+        {"detail": "the database is unavailable; retry later"},
+        status_code=503,
+        headers={"Retry-After": READ_RETRY_AFTER_SECONDS},
+    )

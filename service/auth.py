@@ -18,6 +18,9 @@ from pathlib import Path
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 WEBHOOK_SECRET_PREFIX = "whsec_"
+# Unix seconds as a client may send them: ASCII digits only (str.isdigit() also takes "²",
+# which int() refuses), and few enough that int() never refuses them as too long.
+_UNIX_SECONDS = re.compile(r"[0-9]{1,12}")
 
 
 class ConfigError(ValueError):
@@ -88,7 +91,7 @@ class Credentials:
             return None
         rest, _, mac = cookie.rpartition(".")
         name, _, expires = rest.rpartition(".")
-        if not expires.isdigit() or int(expires) < (time.time() if now is None else now):
+        if not _UNIX_SECONDS.fullmatch(expires) or int(expires) < (time.time() if now is None else now):
             return None
         expected = self._session_mac(name, int(expires))
         if expected is None or not hmac.compare_digest(expected.encode(), mac.encode()):
@@ -119,7 +122,7 @@ class WebhookCheck:
         self.problem: str | None = None
         if not (msg_id and stamp and signatures):
             self.problem = "webhook-id, webhook-timestamp and webhook-signature are all required"
-        elif not stamp.isdigit() or abs(time.time() - int(stamp)) > tolerance_seconds:
+        elif not _UNIX_SECONDS.fullmatch(stamp) or abs(time.time() - int(stamp)) > tolerance_seconds:
             self.problem = "webhook-timestamp is outside the accepted window"
         self._presented = []
         for item in (signatures or "").split():

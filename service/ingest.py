@@ -154,7 +154,10 @@ def parse_time(raw: str) -> datetime:
         raise ValueError("must be an ISO 8601 time, such as 2026-12-01T09:30:00Z") from None
     if moment.tzinfo is None:
         raise ValueError("must carry its zone (Z or +hh:mm)")
-    return moment.astimezone(timezone.utc)
+    try:
+        return moment.astimezone(timezone.utc)
+    except OverflowError:  # year 1 at +01:00, say: no such time in UTC
+        raise ValueError("is out of range once in UTC") from None
 
 
 @dataclass(frozen=True, slots=True)

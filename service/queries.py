@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
@@ -18,6 +19,8 @@ from sqlalchemy.orm import Session
 from .db import as_utc, utcnow
 from .models import VERDICTS, VerdictRollup
 from .rollups import minute_of
+
+BIGINT_MAX = 2**63 - 1  # the ids are BIGINT: a larger one is refused before the database sees it
 
 RATE_DIMENSIONS = ("gateway", "tool", "protocol")
 RATE_COUNTS = ("verdicts", "silent", "model_fallbacks", "bytes")
@@ -85,7 +88,7 @@ def decode_cursor(cursor: str) -> int:
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         version, _, row_id = text.partition(":")
-        if version != "v1" or not row_id.isdigit():
+        if version != "v1" or not re.fullmatch(r"[0-9]{1,19}", row_id) or int(row_id) > BIGINT_MAX:
             raise ValueError
         return int(row_id)
     except (binascii.Error, UnicodeDecodeError, ValueError):

@@ -54,6 +54,16 @@ def _in_utc(value: datetime) -> datetime:
 IsoTime = Annotated[datetime, BeforeValidator(_iso_only), AfterValidator(_in_utc)]
 
 
+def _no_nul(value: str) -> str:
+    if "\x00" in value:  # PostgreSQL's text cannot hold one: a 422, not a database error
+        raise ValueError("must not hold a NUL character")
+    return value
+
+
+# A filter's value: any text a label may be, but a NUL.
+Label = Annotated[str, AfterValidator(_no_nul)]
+
+
 def _a_category(value: str) -> str:
     if value not in fastsse.CATEGORIES:
         raise ValueError(f"must be one of fastsse's categories: {', '.join(fastsse.CATEGORIES)}")
@@ -108,9 +118,9 @@ async def time_span(
 
 
 async def group_filter(
-    gateway: Annotated[str | None, Query(max_length=64, description="Only this gateway.")] = None,
-    tool: Annotated[str | None, Query(max_length=64, description="Only this tool.")] = None,
-    protocol: Annotated[str | None, Query(max_length=16, description="Only this protocol.")] = None,
+    gateway: Annotated[Label | None, Query(max_length=64, description="Only this gateway.")] = None,
+    tool: Annotated[Label | None, Query(max_length=64, description="Only this tool.")] = None,
+    protocol: Annotated[Label | None, Query(max_length=16, description="Only this protocol.")] = None,
 ) -> RollupFilter:
     return RollupFilter(gateway=gateway, tool=tool, protocol=protocol)
 

@@ -18,11 +18,9 @@ from loadtests.localhost import free_port, wait_until
 from tests.loadtests.mock_helpers import Mock
 
 from .conftest import ThreadServer
+from .raw_http import LATE, read_all
 
 HEAD_TIMEOUT = 1.0
-# A deadline must not fire before its time, and must fire long before any default (30 s): 10 s
-# is a busy machine's margin.
-LATE = 10.0
 
 
 class Served:
@@ -74,17 +72,6 @@ def start(request, service_process, database_url, upstream, tmp_path):
     yield service if request.param == "service" else tap
     for server in running:
         server.__exit__(None, None, None)
-
-
-def read_all(sock: socket.socket, timeout: float) -> bytes:
-    sock.settimeout(timeout)
-    answer = b""
-    try:
-        while piece := sock.recv(65536):
-            answer += piece
-    except (ConnectionResetError, TimeoutError):
-        pass
-    return answer
 
 
 def models_request(host: str = "x") -> bytes:

@@ -5,17 +5,25 @@ nothing.  Never a 500, and never a row from a refused request."""
 
 from __future__ import annotations
 
+import base64
+import functools
 import os
 import random
+import re
 import socket
 import time
+from base64 import urlsafe_b64encode
+from urllib.parse import quote_from_bytes
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from loadtests.localhost import wait_until
+from loadtests.localhost import free_port, wait_until
 
 from .conftest import INGEST, READ
+from .raw_http import LATE, read_all, send_head
 
 
 @pytest.fixture
@@ -26,13 +34,7 @@ def service(service_process, database_url):
 def raw(port: int, data: bytes, timeout: float = 10) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
         sock.sendall(data)
-        answer = b""
-        try:
-            while piece := sock.recv(65536):  # every request says connection: close
-                answer += piece
-        except (ConnectionResetError, TimeoutError):
-            pass
-        return answer
+        return read_all(sock)  # every request says connection: close
 
 
 def status_of(answer: bytes) -> int:
@@ -169,6 +171,180 @@ def test_a_head_that_dribbles_in_is_cut_off_and_others_are_served_meanwhile(serv
     assert [v["stream_id"] for v in rows(impatient)] == ["meanwhile"]
 
 
+# ---------------------------------------------------------------------------------------------
+# values that once made a 500 (and a traceback in the log each): a 4xx with a reason now
+# ---------------------------------------------------------------------------------------------
+# b"\xb2" is "²" in latin-1, as the server reads a header: str.isdigit() says it is a digit.
+@pytest.mark.parametrize("stamp", [b"\xb2", b"9" * 5000, b"-5", b"1e9", b"0x10"])
+def test_an_odd_webhook_timestamp_is_a_401(service, stamp):
+    headers = {"webhook-id": b"msg_1", "webhook-timestamp": stamp, "webhook-signature": b"v1,AAAA"}
+    answer = httpx.post(
+        f"{service.url}/v1/streams", params={"stream_id": "s"}, content=b"data: [DONE]\n\n", headers=headers
+    )
+    assert answer.status_code == 401 and "webhook-timestamp" in answer.json()["detail"], answer.text
+    assert "Traceback" not in service.log()
+
+
+def test_an_ended_at_with_no_utc_equivalent_is_a_422(service):
+    answer = httpx.post(
+        f"{service.url}/v1/streams",
+        params={"stream_id": "s", "ended_at": "0001-01-01T00:00:00+01:00"},
+        content=b"data: [DONE]\n\n",
+        headers=INGEST,
+    )
+    assert answer.status_code == 422 and "out of range" in answer.text, answer.text
+    assert "Traceback" not in service.log()
+
+
+@pytest.mark.parametrize("expiry", ["\u00b2", "9" * 5000, "-1"])  # sent as latin-1 bytes
+def test_a_session_cookie_with_an_odd_expiry_is_a_401(service, expiry):
+    cookie = f"team.{expiry}.bm90LWEtbWFj".encode("latin-1")
+    answer = raw(
+        service.port,
+        b"GET /v1/verdicts HTTP/1.1\r\nhost: x\r\ncookie: fastsse_session=" + cookie + b"\r\nconnection: close\r\n\r\n",
+    )
+    assert status_of(answer) == 401, answer[:300]
+    assert "Traceback" not in service.log()
+
+
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        ("/v1/verdicts", {"cursor": base64.urlsafe_b64encode(b"v1:99999999999999999999").decode().rstrip("=")}),
+        ("/v1/verdicts", {"cursor": base64.urlsafe_b64encode(f"v1:{2**63}".encode()).decode().rstrip("=")}),
+        ("/v1/verdicts", {"tool": "a\x00b"}),
+        ("/v1/verdicts", {"gateway": "\x00"}),
+        ("/v1/rates", {"tool": "a\x00b"}),
+        ("/v1/series", {"gateway": "\x00"}),
+        ("/v1/requests/r-1", {"gateway": "\x00"}),
+    ],
+)
+def test_a_cursor_past_the_ids_or_a_nul_in_a_filter_is_a_422(service, path, params):
+    # PostgreSQL refused both with an error of its own, answered 500 (database_url: both stores).
+    answer = httpx.get(f"{service.url}{path}", params=params, headers=READ, timeout=10)
+    assert answer.status_code == 422, answer.text
+    assert "Traceback" not in service.log()
+
+
+def test_a_read_that_finds_the_database_unreachable_is_a_503(serve):
+    from fastsse_service.db import make_engine, make_sessionmaker
+
+    server = serve()
+    # The database goes away after start-up: reads are made on an engine that reaches nothing.
+    gone = make_engine(f"postgresql+psycopg://nobody@127.0.0.1:{free_port()}/gone?connect_timeout=2")
+    server.app.state.sessionmaker = make_sessionmaker(gone)
+    try:
+        for path in ("/v1/verdicts", "/v1/verdicts/1", "/v1/rates", "/v1/series", "/v1/retries", "/v1/requests/r-1"):
+            answer = httpx.get(f"{server.url}{path}", headers=READ, timeout=30)
+            assert answer.status_code == 503, (path, answer.text)
+            assert answer.headers["retry-after"] == "5" and "unavailable" in answer.json()["detail"]
+    finally:
+        gone.dispose()
+
+
+# Every header a route reads, and some it does not; every route, with and without credentials.
+HEADER_NAMES = [
+    "authorization",
+    "cookie",
+    "webhook-id",
+    "webhook-timestamp",
+    "webhook-signature",
+    "content-type",
+    "content-encoding",
+    "x-forwarded-for",
+    "accept",
+    "accept-encoding",
+    "range",
+    "if-none-match",
+    "origin",
+]
+CREDENTIALS = [INGEST["Authorization"], READ["Authorization"]]
+# A header value or query string as a client may send them: any bytes but CR, LF and NUL
+# (which the HTTP parser refuses before any route sees them: a 400, tried above).
+ODD_BYTES = st.binary(max_size=60).map(lambda b: b.replace(b"\r", b"").replace(b"\n", b"").replace(b"\x00", b""))
+# Numbers as a client may write them: digits of other scripts ("²"), signs, too many digits.
+NUMBERS = st.one_of(
+    st.text(alphabet="0123456789\u00b2\u00b3\u00b9-+. e", min_size=1, max_size=25).map(lambda t: t.encode("latin-1")),
+    st.integers(min_value=-(2**70), max_value=2**70).map(lambda n: str(n).encode()),
+    st.just(b"9" * 5000),
+)
+TIMES = st.sampled_from(["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00", "2026-12-01T09:30:00Z", "x"])
+VALUES = st.one_of(ODD_BYTES, NUMBERS, TIMES.map(str.encode))
+COOKIES = st.tuples(st.sampled_from([b"team", b"x", b""]), VALUES, ODD_BYTES).map(
+    lambda parts: b"fastsse_session=" + b".".join(parts)
+)
+QUERY_NAMES = [
+    "stream_id", "tool", "protocol", "gateway", "transport", "upstream_status", "model_requested",
+    "request_id", "attempt", "ended_at", "since", "until", "window", "by", "limit", "cursor",
+    "category", "complete", "silent", "retry", "top", "next",
+]  # fmt: skip
+QUERY_VALUES = st.one_of(
+    VALUES.map(quote_from_bytes),
+    st.integers(min_value=0, max_value=2**70).map(lambda n: urlsafe_b64encode(f"v1:{n}".encode()).decode()),
+)
+QUERIES = st.lists(st.tuples(st.sampled_from(QUERY_NAMES), QUERY_VALUES), max_size=4).map(
+    lambda pairs: "&".join(f"{name}={value}" for name, value in pairs).encode()
+)
+
+
+@functools.lru_cache(maxsize=1)
+def routes() -> list[tuple[str, str]]:
+    from fastsse_service.app import create_app
+    from fastsse_service.config import Settings
+
+    app = create_app(Settings(database_url="sqlite://", ingest_tokens="gw1:x", read_tokens="team:y"))
+    found = []
+    for route in app.routes:
+        for method in sorted(getattr(route, "methods", None) or ()):
+            if method != "HEAD":
+                found.append((method, route.path))
+    return sorted(set(found))
+
+
+@pytest.fixture(scope="module")
+def one_service(tmp_path_factory):
+    """One service process on SQLite for the property test (its examples share it)."""
+    from .conftest import ServiceProcess
+
+    process = ServiceProcess(
+        tmp_path_factory.mktemp("property"),
+        {"DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('db') / 'v.sqlite3'}"},
+    )
+    yield process
+    process.stop()
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_no_input_makes_any_route_answer_5xx(one_service, data):
+    method, path = data.draw(st.sampled_from(routes()), label="route")
+    path = re.sub(
+        r"\{[^}]*\}",
+        lambda _: data.draw(st.from_regex(r"[A-Za-z0-9._%-]{1,20}", fullmatch=True), label="path parameter"),
+        path,
+    )
+    query = data.draw(QUERIES, label="query")
+    names = data.draw(st.lists(st.sampled_from(HEADER_NAMES), unique=True, max_size=5), label="headers")
+    headers = b"".join(
+        name.encode() + b": " + data.draw(COOKIES if name == "cookie" else VALUES, label=name) + b"\r\n"
+        for name in names
+    )
+    if "authorization" not in names and data.draw(st.booleans(), label="credential"):
+        headers += b"authorization: " + data.draw(st.sampled_from(CREDENTIALS)).encode() + b"\r\n"
+    body = data.draw(st.binary(max_size=200), label="body") if method == "POST" else b""
+    answer = raw(
+        one_service.port,
+        f"{method} {path}".encode()
+        + (b"?" + query if query else b"")
+        + b" HTTP/1.1\r\nhost: x\r\n"
+        + headers
+        + b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body)
+        + body,
+    )
+    assert 0 < status_of(answer) < 500, answer[:400]
+    assert "Traceback" not in one_service.log()
+
+
 def rss_kb(pid: int) -> int:
     with open(f"/proc/{pid}/status") as status:
         return int(next(line.split()[1] for line in status if line.startswith("VmRSS:")))
@@ -220,32 +396,13 @@ def test_thousands_of_connections_opened_and_dropped_leak_nothing(service):
 # ---------------------------------------------------------------------------------------------
 # the sign-in form: bounded in size before and while it is read, and in time
 # ---------------------------------------------------------------------------------------------
-LATE = 10.0  # a timeout must fire long before the defaults (30 s): a busy machine's margin
-
-
-def send_head(port: int, head: str, first: bytes = b"") -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=LATE + 5)
-    sock.sendall(head.replace("\n", "\r\n").encode() + b"\r\n" + first)
-    return sock
-
-
-def answer(sock: socket.socket) -> bytes:
-    got = b""
-    try:
-        while piece := sock.recv(65536):
-            got += piece
-    except (ConnectionResetError, TimeoutError):
-        pass
-    return got
-
-
 SIGNIN = "POST /signin HTTP/1.1\nhost: x\ncontent-type: application/x-www-form-urlencoded\n"
 
 
 def test_a_sign_in_form_that_says_it_is_huge_is_refused_before_it_is_read(serve):
     server = serve()
     with send_head(server.port, SIGNIN + "content-length: 419430400\n") as sock:  # 400 MiB
-        got = answer(sock)
+        got = read_all(sock)
     assert got.startswith(b"HTTP/1.1 413") and b"at most 4096 bytes" in got, got[:300]
 
 
@@ -266,7 +423,7 @@ def test_a_sign_in_form_that_never_ends_is_cut_off_while_it_streams(serve):
                 break
             if got:
                 break
-        got += answer(sock)
+        got += read_all(sock)
     assert got.startswith(b"HTTP/1.1 413"), got[:300]
     assert sent < 200, f"{sent} KiB taken before the refusal"
 
@@ -275,6 +432,6 @@ def test_a_sign_in_form_that_stops_sending_gets_a_408(serve):
     server = serve(upload_idle_timeout_seconds=1)
     started = time.monotonic()  # before the upload: its timer cannot start any earlier
     with send_head(server.port, SIGNIN + "content-length: 100\n", b"token=") as sock:
-        got = answer(sock)
+        got = read_all(sock)
     assert got.startswith(b"HTTP/1.1 408") and b"UPLOAD_IDLE_TIMEOUT_SECONDS" in got, got[:300]
     assert 0.95 < time.monotonic() - started < LATE

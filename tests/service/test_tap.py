@@ -31,6 +31,7 @@ from loadtests.wire import EXPECTED_OVER_HTTP
 from tests.loadtests.mock_helpers import CASES, STALL_SECONDS, Mock, generation, request, stream_path
 
 from .conftest import INGEST_SECRET, READ, REPO, TOKENS, ThreadServer
+from .raw_http import LATE, read_all, send_head
 
 CANARY = "CANARY-tap-7f3a1c-never-stored"
 MODEL = {"gemini": "gemini-2.5-flash"}  # from the path; the others from the body
@@ -295,33 +296,13 @@ def test_a_request_body_over_the_limit_is_a_413(service, taps):
     assert got["status"] == 413 and "TAP_MAX_REQUEST_BYTES" in got["body"].decode()
 
 
-# A tap's own timeouts must fire long before their defaults (30 s): a busy machine's margin.
-LATE = 10.0
-
-
-def send_head(port: int, head: str, first: bytes = b"") -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=LATE + 5)
-    sock.sendall(head.replace("\n", "\r\n").encode() + b"\r\n" + first)
-    return sock
-
-
-def answer(sock: socket.socket) -> bytes:
-    got = b""
-    try:
-        while piece := sock.recv(65536):
-            got += piece
-    except (ConnectionResetError, TimeoutError):
-        pass
-    return got
-
-
 CHAT = "POST /v1/chat/completions HTTP/1.1\nhost: x\ncontent-type: application/json\n"
 
 
 def test_the_tap_refuses_a_declared_length_over_its_limit_before_reading(service, taps):
     tap = taps.start(service.url)
     with send_head(tap.port, CHAT + "content-length: 1000000000\n") as sock:
-        got = answer(sock)
+        got = read_all(sock)
     assert got.startswith(b"HTTP/1.1 413") and b"TAP_MAX_REQUEST_BYTES" in got, got[:300]
     assert tap.tap.buffered == 0
 
@@ -330,7 +311,7 @@ def test_the_tap_times_out_an_upload_that_stops_sending(service, taps):
     tap = taps.start(service.url, upload_idle_timeout_seconds=1)
     started = time.monotonic()  # before the upload: its timer cannot start any earlier
     with send_head(tap.port, CHAT + "content-length: 10000\n", b"{") as sock:
-        got = answer(sock)
+        got = read_all(sock)
     assert got.startswith(b"HTTP/1.1 408") and b"TAP_UPLOAD_IDLE_TIMEOUT_SECONDS" in got, got[:300]
     assert 0.95 < time.monotonic() - started < LATE
     wait_until(lambda: tap.tap.buffered == 0, what="the refused body's bytes released")
@@ -350,7 +331,7 @@ def test_the_tap_times_out_an_upload_dribbled_past_the_total(service, taps):
                 continue
             except (BrokenPipeError, ConnectionResetError):
                 break
-        got += answer(sock)
+        got += read_all(sock)
     assert got.startswith(b"HTTP/1.1 408") and b"TAP_UPLOAD_TIMEOUT_SECONDS" in got, got[:300]
     assert 1.45 < time.monotonic() - started < LATE + 5
     wait_until(lambda: tap.tap.buffered == 0, what="the refused body's bytes released")
@@ -362,7 +343,7 @@ def test_the_tap_bounds_the_request_bytes_it_holds_across_requests(service, taps
     try:
         wait_until(lambda: tap.tap.buffered == 80_000, what="the first upload's bytes held")
         with send_head(tap.port, CHAT + "content-length: 30000\n") as sock:
-            got = answer(sock)
+            got = read_all(sock)
         assert got.startswith(b"HTTP/1.1 503") and b"TAP_MAX_BUFFERED_REQUEST_BYTES" in got, got[:300]
     finally:
         held.close()

@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException, Path, Query
 from ...ingest import IDENTIFIER_PATTERN
 from ...queries import request_attempts, retry_outcomes
 from ..deps import ReadCaller, SessionDep
-from ..filters import FilterDep, GroupingDep, SpanDep
+from ..filters import FilterDep, GroupingDep, Label, SpanDep
 from ..schemas import Problem, RequestAttempts, RequestChain, Retries, VerdictOut
 
 router = APIRouter(tags=["read"])
@@ -44,7 +44,7 @@ def get_request(
     session: SessionDep,
     request_id: Annotated[str, Path(max_length=128, pattern=IDENTIFIER_PATTERN)],
     gateway: Annotated[
-        str | None,
+        Label | None,
         Query(max_length=64, description=("Only this gateway's attempts (request ids are the gateways' own).")),
     ] = None,
 ) -> RequestAttempts:

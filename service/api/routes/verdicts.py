@@ -8,12 +8,10 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Query
 
 from ...ingest import IDENTIFIER_PATTERN
-from ...queries import BadCursor, VerdictFilter, get_verdict, list_verdicts
+from ...queries import BIGINT_MAX, BadCursor, VerdictFilter, get_verdict, list_verdicts
 from ..deps import ReadCaller, SessionDep, invalid_parameter
-from ..filters import CategoryName, IsoTime
+from ..filters import CategoryName, IsoTime, Label
 from ..schemas import Problem, VerdictOut, VerdictPage
-
-BIGINT_MAX = 2**63 - 1  # the ids are BIGINT: a larger one is a 422, not a database error
 
 router = APIRouter(prefix="/v1/verdicts", tags=["read"])
 
@@ -22,10 +20,10 @@ router = APIRouter(prefix="/v1/verdicts", tags=["read"])
 def get_verdicts(
     _team: ReadCaller,
     session: SessionDep,
-    tool: str | None = None,
-    protocol: str | None = None,
+    tool: Label | None = None,
+    protocol: Label | None = None,
     category: Annotated[CategoryName | None, Query(description="Only this category.")] = None,
-    gateway: str | None = None,
+    gateway: Label | None = None,
     silent: bool | None = None,
     complete: Annotated[bool | None, Query(description="false: the failures only.")] = None,
     request_id: Annotated[str | None, Query(max_length=128, pattern=IDENTIFIER_PATTERN)] = None,
