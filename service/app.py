@@ -15,7 +15,7 @@ import fastsse
 
 from . import metrics
 from .api.routes import categories, dashboard, health, rates, retries, series, streams, verdicts
-from .auth import Credentials, parse_tokens
+from .auth import MIN_SECRET_LENGTH, Credentials, parse_tokens
 from .config import Settings, get_settings
 from .db import make_engine, make_sessionmaker
 from .stores import Store, open_store
@@ -93,6 +93,15 @@ def create_app(
         metrics.prepare_series(settings.metrics_tool_names(), settings.write_queue_size)
         if not ingest:
             log.warning("INGEST_TOKENS is empty: every POST /v1/streams will get 401")
+        for setting, credentials in (("INGEST_TOKENS", ingest), ("READ_TOKENS", read)):
+            for name in credentials.short():  # the name only: never a secret in the log
+                log.warning(
+                    "%s: the secret of %r is shorter than %d characters and can be guessed; "
+                    "use a longer one (python -c 'import secrets; print(secrets.token_urlsafe(32))')",
+                    setting,
+                    name,
+                    MIN_SECRET_LENGTH,
+                )
         await writer.start()
         if tune_gc:
             gc.collect()

@@ -18,6 +18,8 @@ from pathlib import Path
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 WEBHOOK_SECRET_PREFIX = "whsec_"
+# A secret shorter than this can be guessed: the service warns at start-up (it still runs).
+MIN_SECRET_LENGTH = 16
 # Unix seconds as a client may send them: ASCII digits only (str.isdigit() also takes "²",
 # which int() refuses), and few enough that int() never refuses them as too long.
 _UNIX_SECONDS = re.compile(r"[0-9]{1,12}")
@@ -59,6 +61,10 @@ class Credentials:
 
     def __bool__(self) -> bool:
         return bool(self._secrets)
+
+    def short(self) -> list[str]:
+        """The names whose secret is shorter than MIN_SECRET_LENGTH characters."""
+        return [name for name, secret in self._secrets if len(secret) < MIN_SECRET_LENGTH]
 
     def bearer(self, authorization: str | None) -> str | None:
         """The name whose secret the header carries, or None."""

@@ -435,3 +435,18 @@ def test_a_sign_in_form_that_stops_sending_gets_a_408(serve):
         got = read_all(sock)
     assert got.startswith(b"HTTP/1.1 408") and b"UPLOAD_IDLE_TIMEOUT_SECONDS" in got, got[:300]
     assert 0.95 < time.monotonic() - started < LATE
+
+
+def test_a_short_secret_is_warned_of_at_start_up_by_name_never_by_value(service_process, database_url):
+    service = service_process(
+        {
+            "DATABASE_URL": database_url,
+            "INGEST_TOKENS": "gw1:Zq9shortZ,gw2:a-long-enough-secret-of-gw2",
+            "READ_TOKENS": "team:Yx7tinyY",
+        }
+    )
+    wait_until(lambda: "READ_TOKENS: the secret of 'team'" in service.log(), what="the warning logged")
+    log = service.log()
+    assert "INGEST_TOKENS: the secret of 'gw1' is shorter than 16 characters" in log
+    assert "'gw2'" not in log
+    assert "Zq9shortZ" not in log and "Yx7tinyY" not in log
