@@ -115,7 +115,14 @@ def create_app(
             metrics.forget_this_process()
 
     app = Service(
-        title="fastsse ingestion service", description=DESCRIPTION, version=fastsse.__version__, lifespan=lifespan
+        title="fastsse ingestion service",
+        description=DESCRIPTION,
+        version=fastsse.__version__,
+        lifespan=lifespan,
+        # FastAPI's API pages load their scripts from a CDN, on the origin of the dashboard's
+        # session cookie: the service serves /openapi.json, and the docs site renders it.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.inflight_posts = {"bearer": 0, "signed": 0}  # admission (api/routes/streams.py)

@@ -38,6 +38,7 @@ _USER_AGENTS = (
     (re.compile(r"google-genai-sdk/"), "google-genai"),
 )
 _PRODUCT = re.compile(r"^([A-Za-z0-9._-]+)")
+MAX_TOOL_CHARS = 64
 # The complement of the service's identifier alphabet (service.ingest.IDENTIFIER_PATTERN).
 _NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9._:/@+=-]")
 _IDENTIFIER_LIMIT = 128
@@ -93,7 +94,9 @@ def tool_from_user_agent(user_agent: str | None) -> str | None:
         if pattern.search(user_agent):
             return tool
     product = _PRODUCT.match(user_agent.strip())
-    return product[1].lower() if product else None
+    # Cut to the service's bound on a tool (64 characters once stored; a longer parameter than
+    # MAX_TOOL_CHARS is refused, and every stream of that client with it).
+    return product[1].lower()[:MAX_TOOL_CHARS] if product else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,7 +129,7 @@ class Tap:
         waiting = self.poster.waiting()
         log.info(
             "tap forwarding to %s, verdicts to %s%s",
-            self.upstream,
+            _for_log(self.upstream),
             self.settings.ingest,
             f" ({waiting} spooled streams to post)" if waiting else "",
         )
@@ -167,6 +167,9 @@ class Tap:
 
     # -- one request ----------------------------------------------------------------------
     async def proxy(self, scope, receive, send) -> None:
+        if _climbs(scope["path"]):
+            await _plain(send, 400, "a path with . or .. segments is refused: it could leave the upstream's base path")
+            return
         held = _Held(self)
         try:
             try:
@@ -223,7 +226,7 @@ class Tap:
                 send, 503, "the tap's upstream connections are all busy (TAP_MAX_UPSTREAM_CONNECTIONS); retry later"
             )
         except httpx.HTTPError as exc:
-            log.warning("upstream %s unreachable: %s", self.upstream, type(exc).__name__)
+            log.warning("upstream %s unreachable: %s", _for_log(self.upstream), type(exc).__name__)
             await _plain(send, 502, f"the tap could not reach its upstream ({type(exc).__name__})")
         return None
 
@@ -303,10 +306,12 @@ class Tap:
             raise _Refusal(408, f"the request body was too slow: {slow}") from None
 
     def _upstream_url(self, scope) -> httpx.URL:
+        """The client's path under the upstream's base path, the upstream's own query (an
+        api-version, say) before the client's."""
         raw_path = scope.get("raw_path") or scope["path"].encode()
-        base = self.upstream.raw_path.split(b"?")[0].rstrip(b"/")
-        query = scope.get("query_string") or b""
-        target = base + raw_path + (b"?" + query if query else b"")
+        base, _, own_query = self.upstream.raw_path.partition(b"?")
+        query = b"&".join(q for q in (own_query, scope.get("query_string") or b"") if q)
+        target = base.rstrip(b"/") + raw_path + (b"?" + query if query else b"")
         return self.upstream.copy_with(raw_path=target)
 
     async def _relay(
@@ -435,6 +440,17 @@ def _forwarded(headers: list[tuple[bytes, bytes]], *, request: bool = False) -> 
         for name, value in headers
         if (low := name.lower()) not in HOP_BY_HOP and low not in named and not (request and low == b"content-length")
     ]
+
+
+def _climbs(path: str) -> bool:
+    """Whether a (percent-decoded) path has a . or .. segment, which the upstream would
+    resolve, maybe out of the base path the tap forwards under."""
+    return any(segment in (".", "..") for segment in path.replace("\\", "/").split("/"))
+
+
+def _for_log(url: httpx.URL) -> str:
+    """The URL as logs may show it: without the credentials it may hold (https://user:secret@host)."""
+    return str(url.copy_with(password=None, username=None)) if url.userinfo else str(url)
 
 
 def _is_event_stream(response: httpx.Response) -> bool:

@@ -172,3 +172,30 @@ def test_signing_in_and_out_over_http(client):
     assert client.get("/v1/rates").status_code == 200  # the cookie reads the API
     client.post("/signout")
     assert client.get("/v1/rates").status_code == 401
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Origin": "http://evil.example"},
+        {"Origin": "null"},
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Sec-Fetch-Site": "same-site", "Origin": "http://sub.evil.example"},
+    ],
+)
+def test_a_form_post_from_another_site_neither_signs_in_nor_out(client, server, headers):
+    form = f"token={READ_SECRET}".encode()
+    forced = client.post("/signin", content=form, headers=headers, follow_redirects=False)
+    assert forced.status_code == 403 and "another site" in forced.text
+    assert "set-cookie" not in forced.headers  # no session planted (login CSRF)
+    own = {"Origin": server.url, "Sec-Fetch-Site": "same-origin"}
+    assert client.post("/signin", content=form, headers=own, follow_redirects=False).status_code == 303
+    assert client.post("/signout", headers=headers, follow_redirects=False).status_code == 403
+    assert client.get("/v1/rates").status_code == 200  # still signed in
+    assert client.post("/signout", headers=own, follow_redirects=False).status_code == 303
+
+
+def test_the_service_serves_no_api_page_that_loads_another_origins_scripts(client):
+    for path in ("/docs", "/redoc"):
+        assert client.get(path).status_code == 404
+    assert client.get("/openapi.json").json()["info"]["title"] == "fastsse ingestion service"

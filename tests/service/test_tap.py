@@ -11,6 +11,7 @@ import asyncio
 import gzip
 import hashlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -401,6 +402,50 @@ def test_header_bytes_pass_through_as_they_are_both_ways(service, taps):
     assert seen[b"x-note"] == "café".encode()
     assert got["headers"]["x-name"] == "Zoë €".encode().decode("latin-1").lower()  # the helper lowercases
     assert "x-private" not in got["headers"]  # named by the upstream's Connection header
+
+
+@pytest.mark.parametrize("path", ["/v1/../admin", "/v1/%2e%2e/admin", "/v1/./models", "/v1/models/.."])
+def test_a_path_that_climbs_out_of_the_base_path_is_a_400(service, taps, path):
+    seen: list[str] = []
+
+    def upstream(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        return httpx.Response(200, json={"ok": True})
+
+    tap = taps.start(
+        service.url, upstream="http://upstream.example/base", upstream_transport=httpx.MockTransport(upstream)
+    )
+    got = request(tap.port, "GET", path)
+    assert got["status"] == 400 and b"segments" in got["body"], got
+    assert seen == []
+    assert request(tap.port, "GET", "/v1/models")["status"] == 200
+    assert seen == ["http://upstream.example/base/v1/models"]
+
+
+def test_the_upstreams_own_query_is_kept_and_its_credentials_never_logged(service, taps, caplog):
+    seen: list[str] = []
+
+    def upstream(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        return httpx.Response(200, json={"ok": True})
+
+    caplog.set_level(logging.INFO, logger="fastsse_service.tap")
+    tap = taps.start(
+        service.url,
+        upstream="http://user:Up5tream-Secret@upstream.example/openai?api-version=2024-10-21",
+        upstream_transport=httpx.MockTransport(upstream),
+    )
+    assert request(tap.port, "GET", "/v1/models?limit=2")["status"] == 200
+    assert seen == ["http://user:Up5tream-Secret@upstream.example/openai/v1/models?api-version=2024-10-21&limit=2"]
+    assert "upstream.example" in caplog.text and "Up5tream-Secret" not in caplog.text
+
+
+def test_a_user_agent_longer_than_the_services_bound_still_gets_its_streams_judged(mock, service, taps):
+    tap = taps.start(service.url)
+    agent = "a" * 300 + "/1.0"
+    assert through(tap, "chat", "F0", agent=agent)["status"] == 200
+    [stored] = wait_for(service.url, 1, tool="a" * 64)
+    assert stored["category"] == "complete"
 
 
 # ---------------------------------------------------------------------------------------------

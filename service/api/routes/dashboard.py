@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from html import escape
 from string import Template
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -75,8 +75,26 @@ async def signin_form(request: Request, next: str = "/") -> Response:
     return _page("signin.html", message="", next=_local(next), message_class="hidden")
 
 
+def _cross_site(request: Request) -> bool:
+    """A form post another site's page made (login CSRF, forced sign-out): the browser says so
+    in Sec-Fetch-Site, or in an Origin that is not this service's host.  A client that sends
+    neither (curl, a script) is not a browser another site can drive."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site not in ("same-origin", "none"):
+        return True
+    origin = request.headers.get("origin")
+    if origin is None:
+        return False
+    return origin == "null" or urlsplit(origin).netloc.lower() != request.headers.get("host", "").lower()
+
+
+CROSS_SITE = {"detail": "a form post from another site is refused: sign in from this service's own page"}
+
+
 @router.post("/signin", response_class=HTMLResponse)
 async def signin(request: Request) -> Response:
+    if _cross_site(request):
+        return JSONResponse(CROSS_SITE, status_code=403)
     settings = request.app.state.settings
     try:
         body = await read_body(
@@ -125,7 +143,9 @@ async def signin(request: Request) -> Response:
 
 
 @router.post("/signout")
-async def signout() -> Response:
+async def signout(request: Request) -> Response:
+    if _cross_site(request):
+        return JSONResponse(CROSS_SITE, status_code=403)
     response = RedirectResponse("/signin", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response
