@@ -203,6 +203,52 @@ def _chat(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], int |
 # =============================================================================================
 # responses (OpenAI Responses)
 # =============================================================================================
+_NO_FIELD = object()
+
+
+def response_object(
+    response_id: str,
+    created: int,
+    model: str,
+    status: str,
+    output: list,
+    usage: dict | None,
+    *,
+    reasoning_effort: str,
+    service_tier: str,
+    summary: str | None = None,
+    completed_at: object = _NO_FIELD,
+) -> dict:
+    """The response object a Responses stream's lifecycle events carry, its fields in the order
+    OpenAI sends them (``completed_at`` only where given: older captures lack it)."""
+    head: dict = {"id": response_id, "object": "response", "created_at": created, "status": status, "background": False}
+    if completed_at is not _NO_FIELD:
+        head["completed_at"] = completed_at
+    return {
+        **head,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "max_output_tokens": None,
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "reasoning": {"effort": reasoning_effort, "summary": summary},
+        "service_tier": service_tier,
+        "store": False,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}, "verbosity": "medium"},
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": usage,
+        "user": None,
+        "metadata": {},
+    }
+
+
 def _responses(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], int | None, int]:
     response_id = "resp_" + ids.hex(48)
     seq = iter(range(1_000_000))
@@ -214,31 +260,9 @@ def _responses(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], 
 
     def response(status, output=(), **extra) -> dict:
         return {
-            "id": response_id,
-            "object": "response",
-            "created_at": CREATED,
-            "status": status,
-            "background": False,
-            "error": None,
-            "incomplete_details": None,
-            "instructions": None,
-            "max_output_tokens": None,
-            "model": model,
-            "output": list(output),
-            "parallel_tool_calls": True,
-            "previous_response_id": None,
-            "reasoning": {"effort": "low", "summary": None},
-            "service_tier": "auto",
-            "store": False,
-            "temperature": 1.0,
-            "text": {"format": {"type": "text"}, "verbosity": "medium"},
-            "tool_choice": "auto",
-            "tools": [],
-            "top_p": 1.0,
-            "truncation": "disabled",
-            "usage": None,
-            "user": None,
-            "metadata": {},
+            **response_object(
+                response_id, CREATED, model, status, list(output), None, reasoning_effort="low", service_tier="auto"
+            ),
             **extra,
         }
 
@@ -762,34 +786,19 @@ class _ResponsesWriter:
 
     def response(self, status: str, output: list, usage: dict | None) -> dict:
         """The response object that response.created/in_progress/completed carry."""
-        return {
-            "id": self.response_id,
-            "object": "response",
-            "created_at": self.created,
-            "status": status,
-            "background": False,
-            "completed_at": self.created + 3 if status == "completed" else None,
-            "error": None,
-            "incomplete_details": None,
-            "instructions": None,
-            "max_output_tokens": None,
-            "model": self.model,
-            "output": output,
-            "parallel_tool_calls": True,
-            "previous_response_id": None,
-            "reasoning": {"effort": "medium", "summary": "auto"},
-            "service_tier": "default",
-            "store": False,
-            "temperature": 1.0,
-            "text": {"format": {"type": "text"}, "verbosity": "medium"},
-            "tool_choice": "auto",
-            "tools": [],
-            "top_p": 1.0,
-            "truncation": "disabled",
-            "usage": usage,
-            "user": None,
-            "metadata": {},
-        }
+        completed_at = self.created + 3 if status == "completed" else None
+        return response_object(
+            self.response_id,
+            self.created,
+            self.model,
+            status,
+            output,
+            usage,
+            reasoning_effort="medium",
+            summary="auto",
+            service_tier="default",
+            completed_at=completed_at,
+        )
 
 
 def _responses_reasoning_item(w: _ResponsesWriter, output_index: int, until_bytes: float) -> dict:
