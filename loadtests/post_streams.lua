@@ -4,7 +4,9 @@
 -- With a pace, each connection waits that long before each request.  Counting the answers by
 -- status (and the 503s without Retry-After) costs wrk a Lua call per answer, so it is asked
 -- for only where the answers matter (the overload run), not where wrk's own cost does (the
--- benchmarks).  The summary is one line: RESULT {json}.
+-- benchmarks).  A token of "forged-signature" sends, instead of a bearer token, signing headers
+-- a client without any secret made up (a new webhook-id each post; bench/bench_signed_flood.py).
+-- The summary is one line: RESULT {json}.
 local threads = {}
 function setup(thread)
   table.insert(threads, thread)
@@ -15,7 +17,16 @@ function init(args)
   prefix = args[1] .. "-" .. tid .. "-"
   pace = tonumber(args[2])
   if args[3] ~= "1" then response = nil end  -- wrk then parses no answer for us
-  headers = {["Authorization"] = "Bearer " .. args[4], ["Content-Type"] = "text/event-stream"}
+  forged = args[4] == "forged-signature"
+  if forged then
+    headers = {
+      ["Content-Type"] = "text/event-stream",
+      ["content-digest"] = "sha-256=:" .. string.rep("A", 43) .. "=:",
+      ["webhook-signature"] = "fastsse1," .. string.rep("B", 43) .. "=",
+    }
+  else
+    headers = {["Authorization"] = "Bearer " .. args[4], ["Content-Type"] = "text/event-stream"}
+  end
   bodies = {}
   for i = 5, #args do
     local f = assert(io.open(args[i], "rb"))
@@ -34,6 +45,10 @@ end
 function request()
   counter = counter + 1
   local body = bodies[(counter % #bodies) + 1]
+  if forged then
+    headers["webhook-id"] = "msg_" .. prefix .. counter
+    headers["webhook-timestamp"] = tostring(os.time())
+  end
   return wrk.format("POST", "/v1/streams?stream_id=" .. prefix .. counter .. "&tool=codex", headers, body)
 end
 

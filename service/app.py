@@ -86,6 +86,7 @@ def create_app(
             metrics_tools=settings.metrics_tool_names(),
             retention_days=settings.retention_days,
             retention_interval_seconds=settings.retention_interval_seconds,
+            webhook_tolerance_seconds=settings.webhook_tolerance_seconds,
         )
         app.state.engine = engine
         app.state.sessionmaker = make_sessionmaker(engine)
@@ -125,7 +126,8 @@ def create_app(
         redoc_url=None,
     )
     app.state.settings = settings
-    app.state.inflight_posts = {"bearer": 0, "signed": 0}  # admission (api/routes/streams.py)
+    app.state.inflight_posts = 0  # admission (api/routes/streams.py)
+    app.state.signed_in_progress = set()  # (gateway, webhook-id) of the signed posts in progress
     app.state.ingest_credentials = ingest
     app.state.read_credentials = read
     app.ingest_fast_path = ingest_fast_path

@@ -1,8 +1,11 @@
 """Who is calling: gateways (ingest) and teams (reads), each with its own secret.
 
 A gateway proves itself with ``Authorization: Bearer <secret>`` or, if it signs its posts, with
-Standard Webhooks headers (HMAC-SHA256 over id, timestamp and body).  The identity always comes
-from the credential that matched, never from a parameter.  Secrets are compared in constant time.
+the headers of Standard Webhooks plus a Content-Digest: an HMAC-SHA256 over the post's id, time,
+request target (path and query) and the body's SHA-256, so that the signer is known before the
+body is read and no parameter of a signed post can be changed (docs/gateways/signing.md).  The
+identity always comes from the credential that matched, never from a parameter.  Secrets are
+compared in constant time.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import binascii
 import hashlib
 import hmac
 import re
+import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +27,11 @@ MIN_SECRET_LENGTH = 16
 # Unix seconds as a client may send them: ASCII digits only (str.isdigit() also takes "²",
 # which int() refuses), and few enough that int() never refuses them as too long.
 _UNIX_SECONDS = re.compile(r"[0-9]{1,12}")
+# A signed post's id, kept (service/writer.py) to refuse its reuse by another post.
+MESSAGE_ID = re.compile(r"[!-~]{1,256}")
+# A signed post's headers (docs/gateways/signing.md).
+SIGNING_HEADERS = ("webhook-id", "webhook-timestamp", "content-digest", "webhook-signature")
+SIGNATURE_VERSION = "fastsse1"
 
 
 class ConfigError(ValueError):
@@ -111,75 +120,131 @@ class Credentials:
         digest = hmac.new(secret, f"session.{name}.{expires}".encode(), hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
-    def webhook(self, headers, *, tolerance_seconds: int) -> WebhookCheck | None:
-        """Start checking a Standard Webhooks signature, or None if the headers are absent."""
-        msg_id = headers.get("webhook-id")
-        stamp = headers.get("webhook-timestamp")
-        signatures = headers.get("webhook-signature")
-        if msg_id is None and stamp is None and signatures is None:
+    def signed_post(self, headers, target: bytes, *, tolerance_seconds: int) -> SignedPost | None:
+        """The gateway that signed this post's head, or None if it carries no signing headers.
+
+        Raises BadSignature with the reason if the headers are there but do not hold."""
+        values = [headers.get(name) for name in SIGNING_HEADERS]
+        if all(value is None for value in values):
             return None
-        return WebhookCheck(self._secrets, msg_id, stamp, signatures, tolerance_seconds)
-
-
-class WebhookCheck:
-    """A signature check that follows the body as it streams in, then names the signer."""
-
-    def __init__(self, secrets, msg_id, stamp, signatures, tolerance_seconds) -> None:
-        self.problem: str | None = None
-        if not (msg_id and stamp and signatures):
-            self.problem = "webhook-id, webhook-timestamp and webhook-signature are all required"
-        elif not _UNIX_SECONDS.fullmatch(stamp) or abs(time.time() - int(stamp)) > tolerance_seconds:
-            self.problem = "webhook-timestamp is outside the accepted window"
-        self._presented = []
-        for item in (signatures or "").split():
+        msg_id, stamp, digest, signatures = values
+        if not (msg_id and stamp and digest and signatures):
+            raise BadSignature(f"{', '.join(SIGNING_HEADERS[:-1])} and {SIGNING_HEADERS[-1]} are all required")
+        if not MESSAGE_ID.fullmatch(msg_id):
+            raise BadSignature("webhook-id must be 1 to 256 visible ASCII characters")
+        if not _UNIX_SECONDS.fullmatch(stamp) or abs(time.time() - int(stamp)) > tolerance_seconds:
+            raise BadSignature("webhook-timestamp is outside the accepted window")
+        body_sha256 = _sha256_of(digest)
+        if body_sha256 is None:
+            raise BadSignature("content-digest must be sha-256=:<base64 of the body's SHA-256>:")
+        presented = []
+        for item in signatures.split():
             version, _, value = item.partition(",")
-            if version == "v1":
+            if version == SIGNATURE_VERSION:
                 try:
-                    self._presented.append(base64.b64decode(value, validate=True))
+                    presented.append(base64.b64decode(value, validate=True))
                 except (binascii.Error, ValueError):
                     continue
-        prefix = f"{msg_id}.{stamp}.".encode()
-        self._macs = []
-        if self.problem is None:
-            for name, secret in secrets:
-                mac = hmac.new(_webhook_key(secret), prefix, hashlib.sha256)
-                self._macs.append((name, mac))
-
-    def update(self, chunk: bytes) -> None:
-        for _, mac in self._macs:
-            mac.update(chunk)
-
-    def signer(self) -> str | None:
+        if not presented:
+            raise BadSignature(
+                f"webhook-signature holds no {SIGNATURE_VERSION} signature (Standard Webhooks' v1 "
+                "does not cover the request target): see the docs, gateways/signing.md"
+            )
+        content = signed_content(msg_id, int(stamp), target, body_sha256)
         match = None
-        for name, mac in self._macs:
-            expected = mac.digest()
-            for presented in self._presented:
-                if hmac.compare_digest(expected, presented) and match is None:
+        for name, secret in self._secrets:  # no early exit: every secret is tried
+            expected = hmac.digest(_webhook_key(secret), content, "sha256")
+            for signature in presented:
+                if hmac.compare_digest(expected, signature) and match is None:
                     match = name
-        return match
+        if match is None:
+            raise BadSignature("the webhook signature matches no gateway's secret")
+        return SignedPost(match, msg_id, int(stamp), body_sha256.hex())
+
+
+class BadSignature(ValueError):
+    """Signing headers that do not prove a gateway's secret (the post is refused, 401)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SignedPost:
+    """A post whose head a gateway signed: the signature covers its id, time, request target
+    and the body's SHA-256, which the body must then match."""
+
+    signer: str
+    message_id: str
+    timestamp: int
+    body_sha256: str  # hex, as the service computes it while it reads the body
+
+
+def signed_content(msg_id: str, timestamp: int, target: bytes, body_sha256: bytes) -> bytes:
+    """What a fastsse1 signature is the HMAC-SHA256 of: five lines, no line break at the end.
+    None of them can hold a line break, so no two posts share this text."""
+    return b"\n".join(
+        (
+            SIGNATURE_VERSION.encode(),
+            msg_id.encode(),
+            str(timestamp).encode(),
+            target,
+            base64.b64encode(body_sha256),
+        )
+    )
+
+
+def _sha256_of(content_digest: str) -> bytes | None:
+    """The SHA-256 a Content-Digest header (RFC 9530) names, or None.  It may name other
+    digests too, comma-separated: sha-256 is the one checked."""
+    for member in content_digest.split(","):
+        algorithm, _, value = member.strip().partition("=")
+        if algorithm.strip().lower() != "sha-256":
+            continue
+        value = value.strip()
+        if len(value) < 2 or value[0] != ":" or value[-1] != ":":
+            return None
+        try:
+            digest = base64.b64decode(value[1:-1], validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        return digest if len(digest) == 32 else None
+    return None
 
 
 def _webhook_key(secret: bytes) -> bytes:
     # Standard Webhooks secrets look like whsec_<base64 key>; any other secret is used as is.
+    # (A bare "whsec_" would be an empty key, which anyone could sign with: used as is.)
     if secret.startswith(WEBHOOK_SECRET_PREFIX.encode()):
         try:
-            return base64.b64decode(secret[len(WEBHOOK_SECRET_PREFIX) :], validate=True)
+            key = base64.b64decode(secret[len(WEBHOOK_SECRET_PREFIX) :], validate=True)
         except (binascii.Error, ValueError):
-            pass
+            key = b""
+        if key:
+            return key
     return secret
 
 
-def sign_webhook(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
-    """The webhook-signature header value a gateway sends (the tests sign their posts with it)."""
-    key = _webhook_key(secret.encode())
-    digest = hmac.new(key, f"{msg_id}.{timestamp}.".encode() + body, hashlib.sha256).digest()
-    return "v1," + base64.b64encode(digest).decode()
+def sign_post(
+    secret: str, target: str | bytes, body: bytes, *, msg_id: str | None = None, timestamp: int | None = None
+) -> dict[str, str]:
+    """The headers a gateway sends with ``body`` to ``target`` (path and query, as sent),
+    signed with its ``secret``: what ``fastsse-service sign`` prints, and what the tests send."""
+    msg_id = msg_id or f"msg_{secrets.token_urlsafe(18)}"
+    timestamp = int(time.time()) if timestamp is None else timestamp
+    target_bytes = target if isinstance(target, bytes) else target.encode()
+    digest = hashlib.sha256(body).digest()
+    content = signed_content(msg_id, timestamp, target_bytes, digest)
+    signature = hmac.digest(_webhook_key(secret.encode()), content, "sha256")
+    return {
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(timestamp),
+        "content-digest": f"sha-256=:{base64.b64encode(digest).decode()}:",
+        "webhook-signature": f"{SIGNATURE_VERSION},{base64.b64encode(signature).decode()}",
+    }
 
 
 @dataclass(frozen=True, slots=True)
 class Gateway:
-    """A gateway known by its bearer token, or one whose webhook signature is checked once the
-    whole body has arrived (the signature covers the body)."""
+    """The gateway that posts, known up front: by its bearer token, or by the signature of the
+    post's head (``signed``: what the body must then match)."""
 
-    name: str | None
-    webhook: WebhookCheck | None = None
+    name: str
+    signed: SignedPost | None = None

@@ -1,4 +1,4 @@
-"""fastsse-service (or python -m fastsse_service) serve | migrate | prune"""
+"""fastsse-service (or python -m fastsse_service) serve | migrate | prune | tap | sign"""
 
 from __future__ import annotations
 
@@ -55,9 +55,25 @@ def main(argv: list[str] | None = None) -> int:
     tap.add_argument(
         "--tool", help="label every stream with this tool instead of telling it from the User-Agent (TAP_TOOL)"
     )
+    sign = commands.add_parser(
+        "sign",
+        help="print the headers a gateway sends to post FILE to TARGET, signed with its secret "
+        "(see the docs: gateways/signing.md)",
+    )
+    secret = sign.add_mutually_exclusive_group(required=True)
+    secret.add_argument("--secret", help="the gateway's secret (better kept out of the command line)")
+    secret.add_argument("--secret-file", type=Path, help="a file holding the gateway's secret")
+    sign.add_argument(
+        "--target", required=True, help="the path and query the post goes to, as sent: '/v1/streams?stream_id=...'"
+    )
+    sign.add_argument("--id", help="the webhook-id, unique per post (default: a new random one)")
+    sign.add_argument("--timestamp", type=int, help="the webhook-timestamp, Unix seconds (default: now)")
+    sign.add_argument("file", type=Path, help="the body to post ('-': standard input)")
     args = parser.parse_args(argv)
     if args.command == "tap":
         return _tap(args)
+    if args.command == "sign":
+        return _sign(args)
 
     try:
         settings = get_settings()
@@ -160,6 +176,29 @@ def _serve(args, settings) -> int:
         workers=args.workers,
         settings=settings,
     )
+    return 0
+
+
+def _sign(args) -> int:
+    from .auth import MESSAGE_ID, sign_post
+
+    if args.id is not None and not MESSAGE_ID.fullmatch(args.id):
+        print("--id must be 1 to 256 visible ASCII characters", file=sys.stderr)
+        return 2
+    try:
+        secret = args.secret if args.secret is not None else args.secret_file.read_text().strip()
+        body = sys.stdin.buffer.read() if str(args.file) == "-" else args.file.read_bytes()
+    except OSError as exc:
+        print(f"cannot read {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 2
+    if not secret:
+        print("the secret is empty", file=sys.stderr)
+        return 2
+    if not args.target.startswith("/") or any(c.isspace() for c in args.target):
+        print("--target is the path and query as sent: it starts with / and holds no spaces", file=sys.stderr)
+        return 2
+    for name, value in sign_post(secret, args.target, body, msg_id=args.id, timestamp=args.timestamp).items():
+        print(f"{name}: {value}")
     return 0
 
 

@@ -39,7 +39,8 @@ class Settings(BaseSettings):
     ingest_tokens_file: Path | None = None
     read_tokens: str = ""
     read_tokens_file: Path | None = None
-    # Standard Webhooks: a signature older or newer than this is refused (replay window).
+    # Signed posts: a signature whose time is further than this from the service's clock is
+    # refused, and the id of each signed post is kept this long (docs/gateways/signing.md).
     webhook_tolerance_seconds: int = Field(default=300, ge=1)
 
     # Admission control: past this many posts in progress in one worker, a post is refused at

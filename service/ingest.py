@@ -29,7 +29,7 @@ from .config import Settings
 from .db import utcnow
 from .judging import BodyTooLarge, StreamJudge, sanitize_tool, verdict_row
 from .uploads import UploadBrokeOff, UploadClock
-from .writer import CONFLICT, CREATED, VerdictWriter, WriterUnavailable
+from .writer import CONFLICT, CREATED, REUSED, Message, VerdictWriter, WriterUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -219,9 +219,10 @@ class Refusal(enum.Enum):
     TOO_LARGE = "too_large"  # the body passed MAX_BODY_BYTES
     TOO_SLOW = "too_slow"  # the upload passed one of its timeouts
     BROKE_OFF = "broke_off"  # the client went away before the body was whole
-    BAD_SIGNATURE = "bad_signature"  # a webhook signature that matches no gateway's secret
+    BAD_SIGNATURE = "bad_signature"  # a signed post whose body is not the one its signature covers
     INVALID = "invalid"  # a parameter is wrong for this service (ended_at out of range)
     CONFLICT = "conflict"  # the stream_id was stored with other bytes
+    REUSED = "reused"  # the webhook-id of a signed post was used by another post
     UNAVAILABLE = "unavailable"  # not stored now (the writer's queue is full, the database down)
 
 
@@ -257,8 +258,8 @@ async def ingest(
 ) -> Outcome:
     """Judge the posted bytes as they arrive, store the verdict, and say what became of it.
 
-    ``gateway`` is the authenticated caller; a webhook-signing gateway is known only once the
-    whole body has been read.  ``chunks`` raises ``UploadBrokeOff`` if the upload breaks off.
+    ``gateway`` is the authenticated caller; if it signed the post, the body must be the one
+    its signature covers.  ``chunks`` raises ``UploadBrokeOff`` if the upload breaks off.
     """
     too_large = Refused(Refusal.TOO_LARGE, f"the body is larger than MAX_BODY_BYTES ({settings.max_body_bytes})")
     if declared_length is not None and declared_length.isdigit() and (int(declared_length) > settings.max_body_bytes):
@@ -279,14 +280,11 @@ async def ingest(
     judge = StreamJudge(
         params.protocol, max_body_bytes=settings.max_body_bytes, max_event_bytes=settings.max_event_bytes
     )
-    webhook = gateway.webhook
     clock = UploadClock(settings.upload_idle_timeout_seconds, settings.upload_timeout_seconds)
     try:
         async for chunk in chunks:
             clock.tick()
             judge.feed(chunk)
-            if webhook is not None:
-                webhook.update(chunk)
     except BodyTooLarge:
         return too_large  # the rest is never read
     except asyncio.CancelledError:
@@ -306,20 +304,18 @@ async def ingest(
     finally:
         clock.stop()
 
-    gateway_name = gateway.name
-    if webhook is not None:
-        gateway_name = webhook.signer()
-        if gateway_name is None:
-            return Refused(Refusal.BAD_SIGNATURE, "the webhook signature matches no gateway's secret")
-    assert gateway_name is not None  # a bearer token's gateway, or the signer found just now
-
     verdict, body_sha256 = judge.close(params.transport)
+    signed = gateway.signed
+    if signed is not None and body_sha256 != signed.body_sha256:
+        return Refused(
+            Refusal.BAD_SIGNATURE, "the body's SHA-256 is not the one its content-digest names; nothing stored"
+        )
     metrics.SCAN_SECONDS.observe(judge.scan_seconds)
     metrics.STREAM_BYTES.observe(judge.received)
     row = verdict_row(
         verdict,
         body_sha256=body_sha256,
-        gateway=gateway_name,
+        gateway=gateway.name,
         stream_id=params.stream_id,
         tool=sanitize_tool(params.tool),
         upstream_status=params.upstream_status,
@@ -330,11 +326,21 @@ async def ingest(
         ended_at=params.ended_at,
     )
     try:
-        result = await writer.write(row, timeout=settings.write_timeout_seconds)
+        result = await writer.write(
+            row,
+            timeout=settings.write_timeout_seconds,
+            message=None if signed is None else Message(signed.message_id, signed.timestamp),
+        )
     except WriterUnavailable as exc:
         return Refused(Refusal.UNAVAILABLE, f"not stored: {exc.reason}; retry later")
     if result.outcome == CONFLICT:
         return Refused(Refusal.CONFLICT, f"stream_id {params.stream_id!r} was already posted with different bytes")
+    if result.outcome == REUSED:
+        return Refused(
+            Refusal.REUSED,
+            "this webhook-id was used by another post (another stream_id or other bytes): "
+            "each signed post needs an id of its own; nothing stored",
+        )
     stored = result.row
     created = result.outcome == CREATED
     if log.isEnabledFor(logging.DEBUG):

@@ -126,9 +126,7 @@ DB_WRITE_BATCH = Histogram(
 )
 INGEST_IN_PROGRESS = Gauge(
     "fastsse_ingest_posts_in_progress",
-    "Posts admitted and not answered yet, by pool: bearer (a known gateway) or signed (known once "
-    "its body is in); a worker refuses past MAX_INFLIGHT_POSTS (a quarter of it for signed posts).",
-    ["pool"],
+    "Posts admitted and not answered yet; a worker refuses past MAX_INFLIGHT_POSTS.",
     multiprocess_mode="livesum",
 )
 DB_WRITE_ERRORS = Counter(
@@ -162,8 +160,6 @@ def prepare_series(allowed_tools: frozenset[str], queue_size: int) -> None:
                 counter.labels(tool, protocol)
     for status in INGEST_STATUSES:
         INGEST_REQUESTS.labels(status)
-    for pool in ("bearer", "signed"):
-        INGEST_IN_PROGRESS.labels(pool)
     for reason in CONNECTION_CLOSE_REASONS:
         CONNECTIONS_CLOSED.labels(reason)
 
@@ -210,17 +206,6 @@ def count_ingest_answer(status: int) -> None:
     if child is None:
         child = _INGEST_ANSWERS[status] = INGEST_REQUESTS.labels(str(status))
     child.inc()
-
-
-_IN_PROGRESS: dict[str, Gauge] = {}
-
-
-def ingest_in_progress(pool: str) -> Gauge:
-    """The in-progress gauge of one admission pool (looked up once per process)."""
-    child = _IN_PROGRESS.get(pool)
-    if child is None:
-        child = _IN_PROGRESS[pool] = INGEST_IN_PROGRESS.labels(pool)
-    return child
 
 
 def forget_this_process() -> None:

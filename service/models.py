@@ -82,6 +82,21 @@ class VerdictKey(Base):
     stream_id: Mapped[str] = mapped_column(String(128), primary_key=True)
 
 
+class WebhookMessage(Base):
+    """The id of each signed post (docs/gateways/signing.md), kept while its signature's time
+    is inside WEBHOOK_TOLERANCE_SECONDS: no other post may be stored under the same id.  The
+    writer keeps and lets go of these (service/writer.py)."""
+
+    __tablename__ = "webhook_messages"
+
+    gateway: Mapped[str] = mapped_column(String(64), primary_key=True)
+    webhook_id: Mapped[str] = mapped_column(String(256), primary_key=True)
+    # the post the id was kept for: the same id with these again is the gateway's retry
+    stream_id: Mapped[str] = mapped_column(String(128))
+    body_sha256: Mapped[str] = mapped_column(String(64))
+    webhook_timestamp: Mapped[int] = mapped_column(BigInteger, index=True)  # Unix seconds, as signed
+
+
 # What one backend has and the other has not (migration 0004): Alembic's comparison of these
 # models with a database (migrations/env.py) leaves the other backend's objects out, and the
 # partitions of verdicts too (they are made by the service, not by migrations).  PostgreSQL's

@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 CREATED = "created"  # a new row was committed
 DUPLICATE = "duplicate"  # the same stream_id with the same bytes was already stored
 CONFLICT = "conflict"  # the same stream_id was already stored with different bytes
+REUSED = "reused"  # a signed post's webhook-id was kept for another post (stream_id or bytes)
+# How often the ids of signed posts past the timestamp window are let go.
+FORGET_MESSAGES_INTERVAL_SECONDS = 60.0
 
 
 class WriterUnavailable(Exception):
@@ -48,11 +51,20 @@ class WriteResult:
     row: dict  # the stored row (for a duplicate or conflict: the one stored first)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Message:
+    """The id and time a gateway signed a post with (auth.SignedPost)."""
+
+    message_id: str
+    timestamp: int
+
+
 @dataclasses.dataclass(slots=True)
 class _Pending:
     row: dict
     tool_label: str
     done: asyncio.Future
+    message: Message | None = None
 
 
 class VerdictWriter:
@@ -69,6 +81,7 @@ class VerdictWriter:
         batch_wait_seconds: float = 0.0,
         retention_days: float = 0.0,
         retention_interval_seconds: float = 3600.0,
+        webhook_tolerance_seconds: int = 300,
     ) -> None:
         self.store = store
         self._queue: collections.deque[_Pending] = collections.deque()  # bounded by queue_size
@@ -82,6 +95,9 @@ class VerdictWriter:
         self._retention = timedelta(days=retention_days) if retention_days else None
         self._retention_interval = retention_interval_seconds
         self._next_upkeep = 0.0  # at once: the partitions before the first batch
+        self._webhook_tolerance = webhook_tolerance_seconds
+        self._next_forget = 0.0  # at once (a restart leaves ids behind), then while ids are kept
+        self._kept_messages = False  # since the ids were last let go
 
     @property
     def queued(self) -> int:
@@ -104,14 +120,16 @@ class VerdictWriter:
         finally:
             await self.store.close()
 
-    async def write(self, row: dict, *, timeout: float) -> WriteResult:
+    async def write(self, row: dict, *, timeout: float, message: Message | None = None) -> WriteResult:
+        """Store ``row``, or say why not.  ``message``: the signed post's id and time, kept
+        beside the verdict, so that no other post is stored under that id (REUSED)."""
         if self._stopping or (self._task is not None and self._task.done()):
             raise WriterUnavailable("the service is stopping")
         if len(self._queue) >= self._queue_size:
             raise WriterUnavailable("the write queue is full")
         loop = asyncio.get_running_loop()
         done = loop.create_future()
-        self._queue.append(_Pending(row, metrics.tool_label(row["tool"], self._metrics_tools), done))
+        self._queue.append(_Pending(row, metrics.tool_label(row["tool"], self._metrics_tools), done, message))
         self._arrived.set()
         metrics.DB_WRITE_QUEUE_DEPTH.inc()
         # The row may still be committed after the timeout; a retry with the same stream_id
@@ -166,7 +184,7 @@ class VerdictWriter:
     async def _commit(self, batch: list[_Pending]) -> None:
         started = time.perf_counter()
         try:
-            results = await self._write_batch([p.row for p in batch])
+            results = await self._write_batch([p.row for p in batch], [p.message for p in batch])
         except Exception as exc:
             # Whatever went wrong, the transaction rolled back: answer 503 and keep the writer
             # alive for the next batch.  Database trouble is expected; anything else is a bug.
@@ -185,13 +203,18 @@ class VerdictWriter:
                 metrics.count_stored(pending.tool_label, result.row, rollup_counts(result.row))
         _settle(batch, results)
 
-    async def _write_batch(self, rows: list[dict]) -> list[WriteResult | WriterUnavailable]:
+    async def _write_batch(
+        self, rows: list[dict], messages: list[Message | None]
+    ) -> list[WriteResult | WriterUnavailable]:
         """Insert the rows and their rollups in one transaction; a duplicate key inserts nothing.
         Once that has committed, every new row is answered as created (and counted), even if
-        what follows fails: the rows that needed it are then answered 503."""
+        what follows fails: the rows that needed it are then answered 503.  Before that, the
+        ids of the signed posts are kept, and a row whose id another post has is not stored."""
+        reused = await self._keep_messages(rows, messages) if any(messages) else set()
         first_of_key: dict[tuple[str, str], dict] = {}
-        for row in rows:
-            first_of_key.setdefault((row["gateway"], row["stream_id"]), row)
+        for index, row in enumerate(rows):
+            if index not in reused:
+                first_of_key.setdefault((row["gateway"], row["stream_id"]), row)
         new_ids = await self.store.insert(list(first_of_key.values()))  # raises: none stored
         stored: dict[tuple[str, str], dict] = {}
         failed: WriterUnavailable | None = None
@@ -221,10 +244,12 @@ class VerdictWriter:
             row["previous_retryable"] = previous_retryable
 
         results: list[WriteResult | WriterUnavailable] = []
-        for row in rows:
+        for index, row in enumerate(rows):
             key = (row["gateway"], row["stream_id"])
             kept = stored.get(key)
-            if kept is None:  # its key and its verdict came and went again meanwhile
+            if index in reused:
+                results.append(WriteResult(REUSED, row))
+            elif kept is None:  # its key and its verdict came and went again meanwhile
                 results.append(failed or WriterUnavailable("the verdict was removed while it was being stored"))
             elif row is first_of_key[key] and key in new_ids:
                 results.append(WriteResult(CREATED, kept))
@@ -234,9 +259,43 @@ class VerdictWriter:
                 results.append(WriteResult(CONFLICT, kept))
         return results
 
+    async def _keep_messages(self, rows: list[dict], messages: list[Message | None]) -> set[int]:
+        """Keep the id of each signed post with its stream_id and bytes (committed before the
+        verdicts: an id kept for a verdict that then failed lets only the same post through,
+        which is what the gateway's retry is).  Returns the indexes of the rows whose id was
+        kept for another post, before or earlier in this batch."""
+        posts: dict[tuple[str, str], tuple[str, str]] = {}  # (gateway, id) -> (stream_id, sha)
+        new: list[tuple[str, str, str, str, int]] = []
+        for row, message in zip(rows, messages, strict=True):
+            if message is not None:
+                key = (row["gateway"], message.message_id)
+                if key not in posts:
+                    posts[key] = (row["stream_id"], row["body_sha256"])
+                    new.append((*key, row["stream_id"], row["body_sha256"], message.timestamp))
+        kept_before = await self.store.keep_messages(new)
+        self._kept_messages = True
+        posts.update(kept_before)
+        return {
+            index
+            for index, (row, message) in enumerate(zip(rows, messages, strict=True))
+            if message is not None
+            and posts[(row["gateway"], message.message_id)] != (row["stream_id"], row["body_sha256"])
+        }
+
     async def _maintain_when_due(self) -> None:
-        """Between batches, every retention interval: the store's upkeep (partitions made ahead,
-        verdicts past retention removed)."""
+        """Between batches: every retention interval, the store's upkeep (partitions made ahead,
+        verdicts past retention removed); every minute while signed posts come, the ids of those
+        signed before the timestamp window let go (their posts are refused by their time now)."""
+        if time.monotonic() >= self._next_forget and (self._kept_messages or self._next_forget == 0.0):
+            self._next_forget = time.monotonic() + FORGET_MESSAGES_INTERVAL_SECONDS
+            self._kept_messages = False
+            try:
+                await self.store.forget_messages(before=int(time.time()) - self._webhook_tolerance)
+            except Exception as exc:
+                if _is_database_trouble(exc):
+                    log.warning("letting old webhook-ids go failed (tried again later): %s", type(exc).__name__)
+                else:  # a bug: logged, and the writer goes on storing verdicts
+                    log.exception("letting old webhook-ids go failed (tried again later)")
         if time.monotonic() < self._next_upkeep:
             return
         self._next_upkeep = time.monotonic() + self._retention_interval

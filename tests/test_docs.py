@@ -138,15 +138,54 @@ def test_the_dashboard_picture_is_there(site):
     assert "<svg" in (site / "images" / "architecture.svg").read_text()
 
 
-def test_the_signing_example_signs_as_the_service_checks():
-    """docs/gateways/signing.md's Python, run: its signatures are the ones the service accepts."""
-    from fastsse_service.auth import sign_webhook
-
+def _signing_examples() -> tuple[str, str]:
     page = (REPO / "docs" / "gateways" / "signing.md").read_text()
-    (code,) = re.findall(r"```python\n(.*?)```", page, re.S)
+    (python,) = re.findall(r"```python\n(.*?)```", page, re.S)
+    shells = [block for block in re.findall(r"```sh\n(.*?)```", page, re.S) if "openssl" in block]
+    assert len(shells) == 1
+    return python, shells[0]
+
+
+@pytest.fixture
+def signing_service(tmp_path):
+    """The service on SQLite with the signing examples' gateway (its secret is the one the
+    curl example shows), in a thread of the test process."""
+    from fastsse_service.app import create_app
+    from fastsse_service.config import Settings
+    from fastsse_service.db import migrate
+    from tests.service.conftest import WEBHOOK_SECRET, ThreadServer
+
+    url = f"sqlite:///{tmp_path / 'verdicts.sqlite3'}"
+    migrate(url)
+    settings = Settings(
+        database_url=url, ingest_tokens=f"signer:{WEBHOOK_SECRET}", read_tokens="team:a-read-token-of-the-team"
+    )
+    with ThreadServer(create_app(settings)) as server:
+        yield server
+
+
+def test_the_python_signing_example_signs_as_the_service_checks(signing_service):
+    """docs/gateways/signing.md's Python, run: the service stores what it signs."""
+    import httpx
+
+    from tests.service.conftest import WEBHOOK_SECRET
+
+    python, _ = _signing_examples()
     namespace: dict = {}
-    exec(code, namespace)
-    for secret in ("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "a plain secret"):
-        assert namespace["sign"](secret, "msg-1", 1764590400, b"data: x\n\n") == sign_webhook(
-            secret, "msg-1", 1764590400, b"data: x\n\n"
-        )
+    exec(python, namespace)
+    target = "/v1/streams?stream_id=from-python&tool=codex&model_requested=gpt-4.1"
+    body = b"data: [DONE]\n\n"
+    headers = namespace["signed_headers"](WEBHOOK_SECRET, target, body)
+    answer = httpx.post(signing_service.url + target, content=body, headers=headers)
+    assert answer.status_code == 201 and answer.json()["gateway"] == "signer", answer.text
+
+
+def test_the_curl_and_openssl_signing_example_signs_as_the_service_checks(signing_service, tmp_path):
+    """The shell example, run by bash with curl and openssl as the page has it, against the
+    service at its own port."""
+    _, shell = _signing_examples()
+    (tmp_path / "capture.sse").write_bytes(b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n')
+    script = shell.replace("http://127.0.0.1:8000", signing_service.url)
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert '"gateway":"signer"' in done.stdout and '"stream_id":"req-42"' in done.stdout, done.stdout

@@ -9,7 +9,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy.orm import Session
 
-from ..auth import Gateway
+from ..auth import BadSignature, Gateway
 
 UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
 
@@ -22,25 +22,35 @@ def get_session(request: Request) -> Iterator[Session]:
 SessionDep = Annotated[Session, Depends(get_session)]
 
 
-def ingest_caller(state, headers: Mapping[str, str]) -> Gateway:
-    """Who posts, from the app's state and the request's headers; HTTPException 401 if nobody
-    we know."""
+def ingest_caller(state, headers: Mapping[str, str], target: bytes) -> Gateway:
+    """Who posts, from the app's state, the request's headers and its target (path and query,
+    as sent: a signature covers them); HTTPException 401 if nobody we know."""
     authorization = headers.get("authorization")
     if authorization is not None:
         name = state.ingest_credentials.bearer(authorization)
         if name is None:
             raise HTTPException(401, "the bearer token is not a gateway's ingest token", headers=UNAUTHORIZED)
         return Gateway(name)
-    check = state.ingest_credentials.webhook(headers, tolerance_seconds=state.settings.webhook_tolerance_seconds)
-    if check is None:
+    try:
+        signed = state.ingest_credentials.signed_post(
+            headers, target, tolerance_seconds=state.settings.webhook_tolerance_seconds
+        )
+    except BadSignature as exc:
+        raise HTTPException(401, str(exc), headers=UNAUTHORIZED) from None
+    if signed is None:
         raise HTTPException(
             401,
-            "send Authorization: Bearer <ingest token>, or sign the post with Standard Webhooks headers",
+            "send Authorization: Bearer <ingest token>, or sign the post (docs: gateways/signing.md)",
             headers=UNAUTHORIZED,
         )
-    if check.problem is not None:
-        raise HTTPException(401, check.problem, headers=UNAUTHORIZED)
-    return Gateway(None, check)
+    return Gateway(signed.signer, signed)
+
+
+def request_target(scope) -> bytes:
+    """The request's target as the client sent it: its path, and its query if it has one."""
+    path = scope.get("raw_path") or scope["path"].encode()
+    query = scope.get("query_string", b"")
+    return path + b"?" + query if query else path
 
 
 SESSION_COOKIE = "fastsse_session"  # the dashboard's sign-in (see Credentials.session)

@@ -24,6 +24,8 @@ from ..retention import prune
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]  # (gateway, stream_id)
+# A signed post's id as kept: (gateway, webhook-id, stream_id, body_sha256, webhook-timestamp).
+Message = tuple[str, str, str, str, int]
 # What insert() returns for each new row: its id, its previous attempt's category and retryable.
 Inserted = tuple[int, "str | None", "bool | None"]
 
@@ -44,6 +46,15 @@ class Store:
         """Insert the rows that are new (a duplicate key inserts nothing) and their rollups,
         and commit.  Returns, by (gateway, stream_id) of each new row: its id and its previous
         attempt's category and retryable."""
+        raise NotImplementedError
+
+    async def keep_messages(self, messages: list[Message]) -> dict[tuple[str, str], tuple[str, str]]:
+        """Keep the ids of signed posts that are new, and commit.  Returns, by (gateway,
+        webhook-id) of each id that was kept before: the (stream_id, body_sha256) of its post."""
+        raise NotImplementedError
+
+    async def forget_messages(self, *, before: int) -> None:
+        """Let go of the ids of signed posts signed before ``before`` (Unix seconds)."""
         raise NotImplementedError
 
     async def forget_keys(self, keys: list[Key]) -> None:

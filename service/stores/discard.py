@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from datetime import timedelta
 
-from .base import Inserted, Key, Store
+from .base import Inserted, Key, Message, Store
 
 
 class DiscardingStore(Store):
@@ -19,6 +19,12 @@ class DiscardingStore(Store):
 
     async def read(self, keys: list[Key]) -> dict[Key, dict]:
         return {}
+
+    async def keep_messages(self, messages: list[Message]) -> dict[tuple[str, str], tuple[str, str]]:
+        return {}
+
+    async def forget_messages(self, *, before: int) -> None:
+        pass
 
     async def upkeep(self, retention: timedelta | None) -> None:
         pass

@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 from ..db import postgres_connect_args
 from ..rollups import ADD_COUNTS, ROLLUP_COLUMNS, ROLLUP_COUNTS, ROLLUP_KEY
 from ..verdict_fields import FIELDS, WRITER
-from .base import Inserted, Key, Store
+from .base import Inserted, Key, Message, Store
 
 CHAIN_COLUMNS = ("previous_category", "previous_retryable")
 INPUT_COLUMNS = tuple(field.name for field in FIELDS if field.source != WRITER)
@@ -168,6 +168,48 @@ class PostgresStore(Store):
             await self._drop()
             raise
         return new
+
+    # The ids of signed posts, in one order (two writers keeping the same ids never wait for
+    # each other in a circle); then, in a statement of its own that sees what other writers
+    # committed meanwhile, the posts of the ids that were kept before.
+    _KEEP_MESSAGES = (
+        "INSERT INTO webhook_messages (gateway, webhook_id, stream_id, body_sha256, webhook_timestamp) "
+        "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[]) "
+        "ON CONFLICT DO NOTHING RETURNING gateway, webhook_id"
+    )
+    _KEPT_MESSAGES = (
+        "SELECT gateway, webhook_id, stream_id, body_sha256 FROM webhook_messages "
+        "WHERE (gateway, webhook_id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
+    )
+
+    async def keep_messages(self, messages: list[Message]) -> dict[tuple[str, str], tuple[str, str]]:
+        if not messages:
+            return {}
+        connection = await self._connected()
+        ordered = sorted(messages)
+        try:
+            cursor = await connection.execute(
+                self._KEEP_MESSAGES, [list(column) for column in zip(*ordered, strict=True)]
+            )
+            new = {tuple(key) for key in await cursor.fetchall()}
+            before = [message[:2] for message in ordered if message[:2] not in new]
+            if not before:
+                return {}
+            cursor = await connection.execute(
+                self._KEPT_MESSAGES, [list(column) for column in zip(*before, strict=True)]
+            )
+            return {(gateway, msg_id): (stream_id, sha) for gateway, msg_id, stream_id, sha in await cursor.fetchall()}
+        except BaseException:
+            await self._drop()
+            raise
+
+    async def forget_messages(self, *, before: int) -> None:
+        connection = await self._connected()
+        try:
+            await connection.execute("DELETE FROM webhook_messages WHERE webhook_timestamp < %s", (before,))
+        except BaseException:
+            await self._drop()
+            raise
 
     async def forget_keys(self, keys: list[Key]) -> None:
         connection = await self._connected()

@@ -2,14 +2,16 @@
 
 SQLite's driver can only block: a batch (a prepared statement per row, one for the rollups)
 runs on the event loop itself while no other process is writing the file, and in a thread when
-it has to wait its turn (see SqliteStore.insert).
+it has to wait its turn (see SqliteStore._writing).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Callable
 from datetime import datetime
+from typing import TypeVar
 
 from sqlalchemy import Engine, PoolProxiedConnection
 
@@ -17,8 +19,11 @@ from ..db import SQLITE_BUSY_TIMEOUT_MS, sqlite_path
 from ..models import VERDICTS
 from ..rollups import ADD_COUNTS, ROLLUP_COLUMNS, ROLLUP_COUNTS, ROLLUP_KEY, minute_of, rollup_counts
 from ..sqlite_lock import SqliteWriteLock
-from .base import Inserted, Key, Store
+from .base import Inserted, Key, Message, Store
 from .postgres import CHAIN_COLUMNS, INPUT_COLUMNS
+
+_Arg = TypeVar("_Arg")
+_Result = TypeVar("_Result")
 
 
 class SqliteStore(Store):
@@ -59,30 +64,40 @@ class SqliteStore(Store):
         self._time_text = processor or datetime.isoformat
 
     async def insert(self, rows: list[dict]) -> dict[Key, Inserted]:
-        # sqlite3 lets go of the interpreter lock at every row it steps through, and a thread
-        # then waits for the busy event loop to hand it back, row after row.  So a batch runs
-        # on the event loop itself whenever no other process is writing the file (its commit
-        # then holds the loop for the fsync, a fraction of a millisecond), and in a thread when
-        # it has to wait for the file's turn: another service's writer holds the lock, or
-        # something that writes without it (a migration, the sqlite3 shell) holds SQLite's own,
-        # which the batch on the loop does not wait for.
+        return await self._writing(self._write, rows)
+
+    async def keep_messages(self, messages: list[Message]) -> dict[tuple[str, str], tuple[str, str]]:
+        return await self._writing(self._keep, messages) if messages else {}
+
+    async def forget_messages(self, *, before: int) -> None:
+        await self._writing(self._forget, before)
+
+    async def _writing(self, work: Callable[[sqlite3.Connection, _Arg], _Result], arg: _Arg) -> _Result:
+        """``work(connection, arg)``, in the file's turn.  sqlite3 lets go of the interpreter
+        lock at every row it steps through, and a thread then waits for the busy event loop to
+        hand it back, row after row.  So a batch runs on the event loop itself whenever no
+        other process is writing the file (its commit then holds the loop for the fsync, a
+        fraction of a millisecond), and in a thread when it has to wait for the file's turn:
+        another service's writer holds the lock, or something that writes without it (a
+        migration, the sqlite3 shell) holds SQLite's own, which the batch on the loop does not
+        wait for."""
         if self.lock.enter_now():
             try:
-                return self._insert(rows, wait=False)
+                return self._on_connection(work, arg, wait=False)
             except sqlite3.OperationalError as exc:
                 if not _is_busy(exc):
                     raise
             finally:
                 self.lock.leave()
-        return await asyncio.to_thread(self._insert_in_turn, rows)
+        return await asyncio.to_thread(self._in_turn, work, arg)
 
-    def _insert_in_turn(self, rows: list[dict]) -> dict[tuple[str, str], tuple]:
+    def _in_turn(self, work: Callable[[sqlite3.Connection, _Arg], _Result], arg: _Arg) -> _Result:
         with self.lock:
-            return self._insert(rows, wait=True)
+            return self._on_connection(work, arg, wait=True)
 
-    def _insert(self, rows: list[dict], *, wait: bool) -> dict[tuple[str, str], tuple]:
-        """Under the lock: the batch, on the connection kept for it; ``wait``: for SQLite's
-        own lock, if another connection holds it (else sqlite3.OperationalError at once)."""
+    def _on_connection(self, work: Callable[[sqlite3.Connection, _Arg], _Result], arg: _Arg, *, wait: bool) -> _Result:
+        """Under the lock: ``work`` on the connection kept for it; ``wait``: for SQLite's own
+        lock, if another connection holds it (else sqlite3.OperationalError at once)."""
         if self._connection is None:
             self._connection = self._engine.raw_connection()
             self._busy_timeout_ms = None
@@ -94,7 +109,7 @@ class SqliteStore(Store):
             if busy_timeout_ms != self._busy_timeout_ms:
                 driver.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
                 self._busy_timeout_ms = busy_timeout_ms
-            return self._write(driver, rows)
+            return work(driver, arg)
         except BaseException:
             self._connection = None
             try:
@@ -103,7 +118,31 @@ class SqliteStore(Store):
                 pass
             raise
 
-    def _write(self, connection, rows: list[dict]) -> dict[tuple, tuple]:
+    _KEEP_MESSAGE = (
+        "INSERT INTO webhook_messages (gateway, webhook_id, stream_id, body_sha256, webhook_timestamp) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING 1"
+    )
+    _KEPT_MESSAGE = "SELECT stream_id, body_sha256 FROM webhook_messages WHERE gateway = ? AND webhook_id = ?"
+
+    def _keep(self, connection: sqlite3.Connection, messages: list[Message]) -> dict[tuple[str, str], tuple[str, str]]:
+        before = {}
+        cursor = connection.cursor()
+        try:
+            for message in messages:
+                if cursor.execute(self._KEEP_MESSAGE, message).fetchone() is None:
+                    found = cursor.execute(self._KEPT_MESSAGE, message[:2]).fetchone()
+                    if found is not None:
+                        before[message[:2]] = tuple(found)
+        finally:
+            cursor.close()
+        connection.commit()
+        return before
+
+    def _forget(self, connection: sqlite3.Connection, before: int) -> None:
+        connection.execute("DELETE FROM webhook_messages WHERE webhook_timestamp < ?", (before,))
+        connection.commit()
+
+    def _write(self, connection: sqlite3.Connection, rows: list[dict]) -> dict[Key, Inserted]:
         new = {}
         stored = []
         text = self._time_text

@@ -1,27 +1,15 @@
-"""Credentials: bearer tokens per gateway and per team, and Standard Webhooks signatures."""
+"""Credentials: bearer tokens per gateway and per team, and dashboard sessions (signed posts:
+test_signing.py)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from fastsse_service.auth import ConfigError, Credentials, parse_tokens, sign_webhook
+from fastsse_service.auth import ConfigError, Credentials, parse_tokens
 from loadtests.wire import short_stream
 
-from .conftest import INGEST, INGEST_SECRET, READ, READ_SECRET, WEBHOOK_SECRET
+from .conftest import INGEST, INGEST_SECRET, READ, READ_SECRET
 from .test_ingest import stored_rows
-
-
-def signed_headers(
-    body: bytes, *, secret: str = WEBHOOK_SECRET, msg_id: str = "msg_1", timestamp: int | None = None
-) -> dict:
-    timestamp = int(time.time()) if timestamp is None else timestamp
-    return {
-        "webhook-id": msg_id,
-        "webhook-timestamp": str(timestamp),
-        "webhook-signature": sign_webhook(secret, msg_id, timestamp, body),
-    }
 
 
 @pytest.mark.parametrize(
@@ -58,57 +46,6 @@ def test_reads_need_a_read_token(client, path):
     assert client.get(path).status_code == 401
     assert client.get(path, headers=INGEST).status_code == 401  # an ingest token cannot read
     assert client.get(path, headers=READ).status_code == 200
-
-
-def test_signed_post_is_accepted_as_the_signing_gateway(client, database_url):
-    body = short_stream()
-    response = client.post("/v1/streams", params={"stream_id": "signed"}, content=body, headers=signed_headers(body))
-    assert response.status_code == 201, response.text
-    assert response.json()["gateway"] == "signer"
-
-
-def test_signed_chunked_post_is_checked_over_the_streamed_body(client):
-    body = short_stream(text="many words " * 300)
-    pieces = (body[i : i + 700] for i in range(0, len(body), 700))
-    response = client.post(
-        "/v1/streams", params={"stream_id": "signed-chunked"}, content=pieces, headers=signed_headers(body)
-    )
-    assert response.status_code == 201, response.text
-
-
-@pytest.mark.parametrize(
-    "tamper",
-    ["body", "secret", "expired", "future", "missing-id", "not-base64", "v2-only"],
-)
-def test_bad_signatures_are_401_and_store_nothing(client, database_url, tamper):
-    body = short_stream()
-    headers = signed_headers(body)
-    sent = body
-    if tamper == "body":
-        sent = body.replace(b"Hello", b"Jello")
-    elif tamper == "secret":
-        headers = signed_headers(body, secret="whsec_" + "A" * 32)
-    elif tamper == "expired":
-        headers = signed_headers(body, timestamp=int(time.time()) - 301)
-    elif tamper == "future":
-        headers = signed_headers(body, timestamp=int(time.time()) + 301)
-    elif tamper == "missing-id":
-        del headers["webhook-id"]
-    elif tamper == "not-base64":
-        headers["webhook-signature"] = "v1,@@@"
-    elif tamper == "v2-only":
-        headers["webhook-signature"] = headers["webhook-signature"].replace("v1,", "v2,")
-    response = client.post("/v1/streams", params={"stream_id": "s"}, content=sent, headers=headers)
-    assert response.status_code == 401
-    assert stored_rows(database_url) == []
-
-
-def test_one_of_several_signatures_may_match(client):
-    body = short_stream()
-    headers = signed_headers(body)
-    headers["webhook-signature"] = "v1,AAAA " + headers["webhook-signature"]
-    response = client.post("/v1/streams", params={"stream_id": "rotated"}, content=body, headers=headers)
-    assert response.status_code == 201
 
 
 def test_token_lists_parse_and_refuse_junk_without_echoing_secrets(tmp_path):

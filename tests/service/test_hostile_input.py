@@ -177,7 +177,12 @@ def test_a_head_that_dribbles_in_is_cut_off_and_others_are_served_meanwhile(serv
 # b"\xb2" is "²" in latin-1, as the server reads a header: str.isdigit() says it is a digit.
 @pytest.mark.parametrize("stamp", [b"\xb2", b"9" * 5000, b"-5", b"1e9", b"0x10"])
 def test_an_odd_webhook_timestamp_is_a_401(service, stamp):
-    headers = {"webhook-id": b"msg_1", "webhook-timestamp": stamp, "webhook-signature": b"v1,AAAA"}
+    headers = {
+        "webhook-id": b"msg_1",
+        "webhook-timestamp": stamp,
+        "content-digest": b"sha-256=:" + b"A" * 43 + b"=:",
+        "webhook-signature": b"fastsse1,AAAA",
+    }
     answer = httpx.post(
         f"{service.url}/v1/streams", params={"stream_id": "s"}, content=b"data: [DONE]\n\n", headers=headers
     )
@@ -249,6 +254,7 @@ HEADER_NAMES = [
     "webhook-id",
     "webhook-timestamp",
     "webhook-signature",
+    "content-digest",
     "content-type",
     "content-encoding",
     "x-forwarded-for",

@@ -442,11 +442,11 @@ def test_a_bug_on_the_fast_path_is_a_counted_500_and_the_service_goes_on(serve):
         def __init__(self, writer) -> None:
             self.writer, self.calls = writer, 0
 
-        async def write(self, row, *, timeout):
+        async def write(self, row, *, timeout, message=None):
             self.calls += 1
             if self.calls == 1:
                 raise RuntimeError("a bug")
-            return await self.writer.write(row, timeout=timeout)
+            return await self.writer.write(row, timeout=timeout, message=message)
 
     def answers_500() -> float:  # the metrics live as long as the process: compare
         scraped = httpx.get(f"{server.url}/metrics", timeout=30).text

@@ -60,6 +60,12 @@ class Faulty(Store):
     async def forget_keys(self, keys):
         await self.inner.forget_keys(keys)
 
+    async def keep_messages(self, messages):
+        return await self.inner.keep_messages(messages)
+
+    async def forget_messages(self, *, before):
+        await self.inner.forget_messages(before=before)
+
     async def read(self, keys):
         if self.read_fault is not None:
             raise self.read_fault

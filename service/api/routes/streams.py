@@ -28,7 +28,7 @@ from ...ingest import (
     parse_query,
 )
 from ...uploads import UploadBrokeOff
-from ..deps import ingest_caller
+from ..deps import ingest_caller, request_target
 from ..schemas import Problem, ValidationProblem, VerdictOut, verdict_json
 
 router = APIRouter(prefix="/v1/streams", tags=["ingest"])
@@ -45,6 +45,7 @@ ANSWERS: dict[Refusal, tuple[int, Mapping[str, str] | None]] = {
     Refusal.BAD_SIGNATURE: (401, {"WWW-Authenticate": "Bearer"}),
     Refusal.INVALID: (422, None),
     Refusal.CONFLICT: (409, None),
+    Refusal.REUSED: (409, None),
     Refusal.UNAVAILABLE: (503, {"Retry-After": RETRY_AFTER_SECONDS}),
 }
 
@@ -103,7 +104,11 @@ RAW_STREAM_BODY = {
             "description": "This stream_id was already stored with the same bytes: the stored verdict, counted once.",
         },
         401: {"model": Problem, "description": "Missing or wrong credentials: nothing stored."},
-        409: {"model": Problem, "description": "This stream_id was stored with other bytes."},
+        409: {
+            "model": Problem,
+            "description": "This stream_id was stored with other bytes, or this webhook-id was "
+            "used by another post (with Retry-After: a post of it is in progress).",
+        },
         408: {
             "model": Problem,
             "description": "The upload was too slow (UPLOAD_IDLE_TIMEOUT_"
@@ -121,7 +126,11 @@ RAW_STREAM_BODY = {
 )
 async def post_stream(request: Request) -> Response:
     answer = await answer_post(
-        request.app.state, request.headers, request.query_params.multi_items(), _request_body(request)
+        request.app.state,
+        request.headers,
+        request_target(request.scope),
+        request.query_params.multi_items(),
+        _request_body(request),
     )
     return Response(
         answer.body,
@@ -132,13 +141,17 @@ async def post_stream(request: Request) -> Response:
 
 
 async def answer_post(
-    state, headers: Mapping[str, str], query: Iterable[tuple[str, str]] | bytes, chunks: AsyncIterable[bytes]
+    state,
+    headers: Mapping[str, str],
+    target: bytes,
+    query: Iterable[tuple[str, str]] | bytes,
+    chunks: AsyncIterable[bytes],
 ) -> Answer:
     """What a post is answered, on either path.  Every answer is counted, and so is an
     exception that escapes (as a 500)."""
     status = 500  # unless an answer is made: what an exception that escapes turns into
     try:
-        answer = await _answer(state, headers, query, chunks)
+        answer = await _answer(state, headers, target, query, chunks)
         status = answer.status
         return answer
     finally:
@@ -146,11 +159,15 @@ async def answer_post(
 
 
 async def _answer(
-    state, headers: Mapping[str, str], query: Iterable[tuple[str, str]] | bytes, chunks: AsyncIterable[bytes]
+    state,
+    headers: Mapping[str, str],
+    target: bytes,
+    query: Iterable[tuple[str, str]] | bytes,
+    chunks: AsyncIterable[bytes],
 ) -> Answer:
     """Authenticate, read the parameters, admit the post, ingest it."""
     try:
-        gateway = ingest_caller(state, headers)
+        gateway = ingest_caller(state, headers, target)
     except HTTPException as exc:  # 401: answered as FastAPI's handler answers it
         return problem(exc.status_code, exc.detail, exc.headers)
     encoding = headers.get("content-encoding", "").strip().lower()
@@ -162,23 +179,29 @@ async def _answer(
         params = parse_query(query)
     except InvalidParameters as exc:
         return Answer(422, json_body({"detail": exc.errors}))
-    # A signed post is known to be a gateway's only once its body is in: such posts get slots
-    # of their own (a quarter as many), so that unverified ones, however many, never take the
-    # slots of the gateways that authenticated up front.
-    pool = "signed" if gateway.webhook is not None else "bearer"
+    # Every post is known to be a gateway's before its body is read (a signature covers the
+    # head): a client without a secret never takes a slot.
     limit = state.settings.max_inflight_posts
-    if pool == "signed":
-        limit = max(1, limit // 4)
-    if state.inflight_posts[pool] >= limit:
+    if state.inflight_posts >= limit:
         return problem(
             503,
             f"overloaded: {limit} posts in progress (MAX_INFLIGHT_POSTS); "
             f"nothing stored, retry after {OVERLOAD_RETRY_AFTER_SECONDS} s",
             {"Retry-After": OVERLOAD_RETRY_AFTER_SECONDS},
         )
-    state.inflight_posts[pool] += 1
-    in_progress = metrics.ingest_in_progress(pool)
-    in_progress.inc()
+    message = None if gateway.signed is None else (gateway.name, gateway.signed.message_id)
+    if message is not None:
+        # A signed head seen on the wire could be sent again with a body that never ends, to
+        # hold a gateway's slots: one post of a message at a time.
+        if message in state.signed_in_progress:
+            return problem(
+                409,
+                "a post with this webhook-id is in progress; nothing stored, retry after it",
+                {"Retry-After": OVERLOAD_RETRY_AFTER_SECONDS},
+            )
+        state.signed_in_progress.add(message)
+    state.inflight_posts += 1
+    metrics.INGEST_IN_PROGRESS.inc()
     try:
         outcome = await ingest(
             chunks,
@@ -190,8 +213,10 @@ async def _answer(
         )
         return answer_for(outcome)
     finally:
-        state.inflight_posts[pool] -= 1
-        in_progress.dec()
+        state.inflight_posts -= 1
+        metrics.INGEST_IN_PROGRESS.dec()
+        if message is not None:
+            state.signed_in_progress.discard(message)
 
 
 async def serve_post(state, scope, receive, send) -> None:
@@ -202,7 +227,9 @@ async def serve_post(state, scope, receive, send) -> None:
     one with.  An exception that escapes is answered 500 and raised on to the server, as
     FastAPI's ServerErrorMiddleware does."""
     try:
-        answer = await answer_post(state, Headers(scope=scope), scope["query_string"], _body(receive))
+        answer = await answer_post(
+            state, Headers(scope=scope), request_target(scope), scope["query_string"], _body(receive)
+        )
     except Exception:
         await PlainTextResponse("Internal Server Error", 500)(scope, receive, send)
         raise
