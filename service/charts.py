@@ -11,6 +11,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from html import escape
 
+from .queries import FOLDED
+
 WIDTH, HEIGHT = 960, 330
 LEFT, RIGHT, TOP = 64, 220, 26
 RATE_HEIGHT, GAP, VOLUME_HEIGHT = 170, 34, 70
@@ -73,13 +75,18 @@ def series_svg(series: dict, *, lines: int = 6) -> str:
     points = [(_parse(p["start"]), p["groups"]) for p in series["points"]]
 
     # The busiest groups get a line of their own; the others share one.
+    # The groups the read folded (queries.FOLDED) are among the others.
     totals: dict[str, int] = {}
+    folded = False
     for _, groups in points:
         for group in groups:
             name = str(group.get(by) or "all") if by else "all"
+            if name == FOLDED:
+                folded = True
+                continue
             totals[name] = totals.get(name, 0) + group["total"]
     names = sorted(totals, key=lambda n: (-totals[n], n))
-    drawn = names[:lines] if len(names) <= lines else names[: lines - 1] + [OTHERS]
+    drawn = names if len(names) <= lines and not folded else names[: lines - 1] + [OTHERS]
     color = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(drawn)}
 
     buckets: list[tuple[datetime, dict[str, list[int]]]] = []

@@ -28,6 +28,65 @@ RETRY_COUNTS = ("requests", "first_failures", "retries", "recoveries", "retries_
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
+# Values of these dimensions come from clients (a gateway's name; a tool, which the tap takes
+# from a User-Agent): a count read shows the ``top`` busiest of each and folds the rest into one
+# value, FOLDED, so that its answer and the page stay small however many there are.  The
+# protocols are fastsse's own few.
+FOLDED_DIMENSIONS = ("gateway", "tool")
+# No gateway or tool is named so: both are letters, digits, '.', '_' and '-' only.
+FOLDED = "(other)"
+DEFAULT_TOP = 100
+MAX_TOP = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Busiest:
+    """Per folded dimension of a grouping: the values kept, and how many were folded."""
+
+    kept: dict[str, frozenset]
+    folded: dict[str, int]
+
+    def key(self, group: dict, by: tuple[str, ...]) -> tuple:
+        return tuple(FOLDED if name in self.kept and group[name] not in self.kept[name] else group[name] for name in by)
+
+
+def busiest(groups, by: tuple[str, ...], top: int, weight) -> Busiest:
+    """The ``top`` values of each folded dimension in ``by`` with the most ``weight(group)``
+    over ``groups`` (ties by name)."""
+    kept: dict[str, frozenset] = {}
+    folded: dict[str, int] = {}
+    for name in by:
+        if name not in FOLDED_DIMENSIONS:
+            continue
+        totals: dict = {}
+        for group in groups:
+            totals[group[name]] = totals.get(group[name], 0) + weight(group)
+        if len(totals) > top:
+            ranked = sorted(totals, key=lambda value: (-totals[value], value))
+            kept[name] = frozenset(ranked[:top])
+            folded[name] = len(totals) - top
+    return Busiest(kept, folded)
+
+
+def fold(groups: list[dict], by: tuple[str, ...], busy: Busiest, empty, add) -> list[dict]:
+    """The groups, those of folded values merged (``empty(key_values)`` makes a group,
+    ``add(into, group)`` adds one to it), in the order of their keys, FOLDED last."""
+    if not busy.folded:
+        return groups
+    merged: dict[tuple, dict] = {}
+    for group in groups:
+        key = busy.key(group, by)
+        into = merged.get(key)
+        if into is None:
+            into = merged[key] = empty(dict(zip(by, key, strict=True)))
+        add(into, group)
+    return [merged[key] for key in sorted(merged, key=_folded_last)]
+
+
+def _folded_last(key: tuple) -> tuple:
+    return tuple((value == FOLDED, value) for value in key)
+
+
 class BadCursor(ValueError):
     pass
 
@@ -191,10 +250,25 @@ def _with_rate(group: dict) -> dict:
     return group
 
 
+def _merge_rates(into: dict, group: dict) -> None:
+    for name in ("total", "silent", "failed", "model_fallbacks", "bytes"):
+        into[name] += group[name]
+    for breakdown in ("by_category", "silent_by_category"):
+        mine = into[breakdown]
+        for category, count in group[breakdown].items():
+            mine[category] = mine.get(category, 0) + count
+
+
 def silent_rates(
-    session: Session, span: Span, *, by: tuple[str, ...], where: RollupFilter = RollupFilter()
-) -> list[dict]:
-    """Counts per group over the span."""
+    session: Session,
+    span: Span,
+    *,
+    by: tuple[str, ...],
+    where: RollupFilter = RollupFilter(),
+    top: int = DEFAULT_TOP,
+) -> tuple[list[dict], dict[str, int]]:
+    """Counts per group over the span, the groups of all but the ``top`` busiest gateways and
+    tools folded (FOLDED); and per dimension, how many values were folded."""
     table = VerdictRollup.__table__
     keys = [table.c[name] for name in by]
     groups: dict[tuple, dict] = {}
@@ -204,7 +278,13 @@ def silent_rates(
         if group is None:
             group = groups[key] = _rate_group(dict(zip(by, key, strict=True)))
         _add_rates(group, row[len(by)], *row[len(by) + 1 :])
-    return [_with_rate(groups[key]) for key in sorted(groups)]
+    ordered = [groups[key] for key in sorted(groups)]
+    busy = busiest(ordered, by, top, weight=_verdicts)
+    return [_with_rate(group) for group in fold(ordered, by, busy, _rate_group, _merge_rates)], busy.folded
+
+
+def _verdicts(group: dict) -> int:
+    return group["total"]
 
 
 # Bucket sizes of a series, by the span they cover: about 60 to 200 points, on round times.
@@ -235,9 +315,17 @@ def _bucket_index(session: Session, bucket_seconds: int):
 
 
 def series(
-    session: Session, span: Span, *, bucket_seconds: int, by: str | None, where: RollupFilter = RollupFilter()
-) -> list[dict]:
-    """Rates per time bucket (aligned to multiples of its size since 1970, UTC) and group."""
+    session: Session,
+    span: Span,
+    *,
+    bucket_seconds: int,
+    by: str | None,
+    where: RollupFilter = RollupFilter(),
+    top: int = DEFAULT_TOP,
+) -> tuple[list[dict], dict[str, int]]:
+    """Rates per time bucket (aligned to multiples of its size since 1970, UTC) and group, all
+    but the ``top`` busiest gateways or tools over the whole span folded (FOLDED); and how many
+    values were folded."""
     table = VerdictRollup.__table__
     index = _bucket_index(session, bucket_seconds).label("bucket")
     keys = [index] + ([table.c[by]] if by else [])
@@ -249,23 +337,42 @@ def series(
         if group is None:
             group = groups[key] = _rate_group({by: key[0]} if by else {})
         _add_rates(group, row[len(keys)], *row[len(keys) + 1 :])
-    for groups in buckets.values():  # the category breakdowns are for the rates endpoint
-        for group in groups.values():
+    dimensions = (by,) if by else ()
+    busy = busiest((g for groups in buckets.values() for g in groups.values()), dimensions, top, weight=_verdicts)
+    points = []
+    for bucket, groups in sorted(buckets.items()):
+        ordered = fold([groups[key] for key in sorted(groups)], dimensions, busy, _rate_group, _merge_rates)
+        for group in ordered:  # the category breakdowns are for the rates endpoint
             del group["by_category"], group["silent_by_category"]
-    return [
-        {
-            "start": EPOCH + timedelta(seconds=bucket * bucket_seconds),
-            "groups": [_with_rate(groups[key]) for key in sorted(groups)],
-        }
-        for bucket, groups in sorted(buckets.items())
-    ]
+        points.append(
+            {"start": EPOCH + timedelta(seconds=bucket * bucket_seconds), "groups": [_with_rate(g) for g in ordered]}
+        )
+    return points, busy.folded
+
+
+RETRY_FIELDS = (*RETRY_COUNTS, "never_recovered")
+
+
+def _retry_group(key_values: dict) -> dict:
+    return {**key_values, **dict.fromkeys(RETRY_FIELDS, 0)}
+
+
+def _merge_retries(into: dict, group: dict) -> None:
+    for name in RETRY_FIELDS:
+        into[name] += group[name]
 
 
 def retry_outcomes(
-    session: Session, span: Span, *, by: tuple[str, ...], where: RollupFilter = RollupFilter()
-) -> list[dict]:
+    session: Session,
+    span: Span,
+    *,
+    by: tuple[str, ...],
+    where: RollupFilter = RollupFilter(),
+    top: int = DEFAULT_TOP,
+) -> tuple[list[dict], dict[str, int]]:
     """Retry chains per group over the span: first attempts, how many failed, the retries,
-    how many recovered a failure, and the retries of a failure that was not retryable."""
+    how many recovered a failure, and the retries of a failure that was not retryable; all
+    but the ``top`` busiest gateways and tools folded (FOLDED), and how many were."""
     table = VerdictRollup.__table__
     keys = [table.c[name] for name in by]
     result = []
@@ -275,4 +382,10 @@ def retry_outcomes(
             continue  # a group with no verdict posted with a request_id
         counts["never_recovered"] = max(counts["first_failures"] - counts["recoveries"], 0)
         result.append({**dict(zip(by, row[: len(by)], strict=True)), **counts})
-    return sorted(result, key=lambda group: tuple(group.get(name) or "" for name in by))
+    ordered = sorted(result, key=lambda group: tuple(group.get(name) or "" for name in by))
+    busy = busiest(ordered, by, top, weight=_attempts)
+    return fold(ordered, by, busy, _retry_group, _merge_retries), busy.folded
+
+
+def _attempts(group: dict) -> int:
+    return group["requests"] + group["retries"]

@@ -7,6 +7,11 @@ const REFRESH_MS = 5000;
 const WINDOWS = { "1h": 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
 // the protocols fastsse knows, as the service puts them in the page (data-protocols)
 const PROTOCOLS = document.body.dataset.protocols.split(" ");
+// The read API keeps the busiest gateways and tools and folds the others into this one name,
+// which no real gateway or tool has (the page says how many it holds).
+const FOLDED = document.body.dataset.folded;
+const MATRIX_TOP = 25;   // tools with a row of their own in the matrix, the fallbacks, the retries
+const LIST_TOP = 100;    // gateways offered in the filter's list
 const VIEW_KEYS = ["window", "since", "until", "gateway", "tool", "protocol", "by", "request"];
 
 let categories = [];   // [{category, message, retryable}] in the verdict's order
@@ -132,14 +137,30 @@ function sumGroups(groups) {
   return total;
 }
 
-function drawMatrix(view, groups) {
+// A tool's name as a row says it: the folded one says how many tools it holds.
+function toolName(tool, folded) {
+  if (tool !== FOLDED) return tool;
+  const n = (folded && folded.tool) || 0;
+  return `${number(n)} other tool${n === 1 ? "" : "s"}`;
+}
+
+function busiestFirst(names, totalOf) {  // the folded one last, whatever its total
+  return names.sort((a, b) => (a === FOLDED) - (b === FOLDED) || totalOf(b) - totalOf(a) || a.localeCompare(b));
+}
+
+function drawMatrix(view, groups, folded) {
   const tools = [...new Set(groups.map((g) => g.tool))];
   const byTool = (tool) => groups.filter((g) => g.tool === tool);
-  tools.sort((a, b) => sumGroups(byTool(b)).total - sumGroups(byTool(a)).total || a.localeCompare(b));
+  busiestFirst(tools, (tool) => sumGroups(byTool(tool)).total);
   const protocols = [...new Set([...PROTOCOLS, ...groups.map((g) => g.protocol)])];
 
   const cell = (tool, protocol, counts) => {
     const [level, word] = severity(counts.silent, counts.total);
+    if (tool === FOLDED) {  // not one tool: nothing to select
+      return el("td", {}, el("span", { class: `cell folded sev-${level}` },
+        el("span", { class: "rate", text: counts.total ? percent(counts.silent, counts.total) : "no traffic" }),
+        counts.total ? el("span", { class: "counts", text: `${number(counts.silent)} / ${number(counts.total)}` }) : null));
+    }
     const selected = view.tool === tool && (view.protocol || null) === (protocol || null);
     const label = counts.total
       ? `${tool}, ${protocol || "all protocols"}: ${percent(counts.silent, counts.total)} silent, ${counts.silent} of ${counts.total} streams, ${word}`
@@ -159,7 +180,7 @@ function drawMatrix(view, groups) {
     el("th", { scope: "col", text: "all protocols" }));
   const rows = tools.map((tool) => {
     const own = byTool(tool);
-    return el("tr", {}, el("th", { scope: "row", text: tool }),
+    return el("tr", { class: tool === FOLDED ? "folded" : null }, el("th", { scope: "row", text: toolName(tool, folded) }),
       ...protocols.map((p) => cell(tool, p, sumGroups(own.filter((g) => g.protocol === p)))),
       cell(tool, null, sumGroups(own)));
   });
@@ -197,9 +218,9 @@ function drawCategories(view, groups) {
   host.replaceChildren(summary, table([["category"], ["what happened"], ["streams", "num"], ["of failures", "num"], ["silent", "num"], ["retryable"]], rows, "No failures."));
 }
 
-function drawRetries(groups) {
+function drawRetries(groups, folded) {
   const rows = groups.map((g) => el("tr", {},
-    el("th", { scope: "row", text: g.tool }),
+    el("th", { scope: "row", text: toolName(g.tool, folded) }),
     el("td", { class: "num", text: number(g.requests) }),
     el("td", { class: "num", text: `${number(g.first_failures)} (${percent(g.first_failures, g.requests)})` }),
     el("td", { class: "num", text: number(g.recoveries) }),
@@ -252,14 +273,14 @@ async function drawChain(view) {
     table([["attempt"], ["ended (UTC)"], ["category"], ["retryable"], ["what happened"], ["verdict"]], rows, "")));
 }
 
-function drawFallbacks(groups) {
+function drawFallbacks(groups, folded) {
   const tools = {};
   for (const g of groups) {
     const t = tools[g.tool] || (tools[g.tool] = { total: 0, model_fallbacks: 0 });
     t.total += g.total; t.model_fallbacks += g.model_fallbacks;
   }
-  const rows = Object.entries(tools).sort((a, b) => b[1].total - a[1].total).map(([tool, t]) => el("tr", {},
-    el("th", { scope: "row", text: tool }),
+  const rows = busiestFirst(Object.keys(tools), (tool) => tools[tool].total).map((tool) => [tool, tools[tool]]).map(([tool, t]) => el("tr", {},
+    el("th", { scope: "row", text: toolName(tool, folded) }),
     el("td", { class: "num", text: number(t.total) }),
     el("td", { class: "num", text: number(t.model_fallbacks) }),
     el("td", { class: "num" }, el("span", { class: "bar", width: `${Math.round(t.model_fallbacks / (t.total || 1) * 80)}px` }), " ", percent(t.model_fallbacks, t.total))));
@@ -274,6 +295,15 @@ function drawIncidents(verdicts) {
     el("td", { class: "message", text: v.message }),
     el("td", {}, el("a", { href: `/v1/verdicts/${v.id}`, text: "JSON" }))));
   replace("incidents", table([["ended (UTC)"], ["tool"], ["protocol"], ["category"], ["to the client"], ["what happened"], ["verdict"]], rows, "No failures in this window."));
+}
+
+// The names a filter's field offers (any other can be typed).
+function fillList(id, values) {
+  const list = document.getElementById(id);
+  const options = [...new Set(values)].filter((v) => v !== FOLDED).sort();
+  if ([...list.options].map((o) => o.value).join("\n") !== options.join("\n")) {
+    list.replaceChildren(...options.map((v) => el("option", { value: v })));
+  }
 }
 
 function fillSelect(id, values, current) {
@@ -297,25 +327,29 @@ async function refresh() {
   const all = filterParams(view, false);
   const chosen = filterParams(view);
   try {
-    const [matrix, gateways, svg, retries, chains, incidents] = await Promise.all([
-      getJSON("/v1/rates", { ...span, ...all, by: "tool,protocol" }),
-      getJSON("/v1/rates", { ...span, by: "gateway" }),
+    const selected = view.tool || view.protocol;
+    const [matrix, chosenRates, gateways, svg, retries, chains, incidents] = await Promise.all([
+      getJSON("/v1/rates", { ...span, ...all, by: "tool,protocol", top: MATRIX_TOP }),
+      // the selection's own counts: its tool may be one the matrix folds
+      selected ? getJSON("/v1/rates", { ...span, ...chosen, by: "tool,protocol", top: MATRIX_TOP }) : null,
+      getJSON("/v1/rates", { ...span, by: "gateway", top: LIST_TOP }),
       getJSON("/v1/series.svg", { ...span, ...chosen, by: view.by === "protocol" ? "protocol" : "tool" }),
-      getJSON("/v1/retries", { ...span, ...chosen, by: "tool" }),
+      getJSON("/v1/retries", { ...span, ...chosen, by: "tool", top: MATRIX_TOP }),
       getJSON("/v1/verdicts", { since: sinceIso(view), ...chosen, retry: "true", limit: "8" }),
       getJSON("/v1/verdicts", { since: sinceIso(view), ...chosen, complete: "false", limit: "12" }),
     ]);
-    fillSelect("gateway", gateways.groups.map((g) => g.gateway), view.gateway);
-    fillSelect("tool", matrix.groups.map((g) => g.tool), view.tool);
+    const selection = chosenRates || matrix;
+    fillList("gateway-names", gateways.groups.map((g) => g.gateway));
+    fillList("tool-names", matrix.groups.map((g) => g.tool));
     fillSelect("protocol", [...PROTOCOLS, ...matrix.groups.map((g) => g.protocol)], view.protocol);
-    drawMatrix(view, matrix.groups);
-    drawCategories(view, matrix.groups);
+    drawMatrix(view, matrix.groups, matrix.folded);
+    drawCategories(view, selection.groups);
     document.getElementById("selection-name").textContent = selectionName(view);
     document.getElementById("retries-scope").textContent = selectionName(view);
     document.getElementById("series").innerHTML = svg;  // our own SVG, its text escaped server-side
-    drawRetries(retries.groups);
+    drawRetries(retries.groups, retries.folded);
     drawChains(view, chains.verdicts);
-    drawFallbacks(matrix.groups.filter((g) => !view.tool || g.tool === view.tool));
+    drawFallbacks(selection.groups, selection.folded);
     drawIncidents(incidents.verdicts);
     await drawChain(view);
     document.getElementById("updated").textContent = `updated ${new Date().toLocaleTimeString("en-GB")}`;
@@ -355,13 +389,12 @@ function syncForm(view) {
   document.getElementById("since").value = view.since || "";
   document.getElementById("until").value = view.until || "";
   document.getElementById("by").value = view.by === "protocol" ? "protocol" : "tool";
-  for (const id of ["gateway", "tool", "protocol"]) {
-    const select = document.getElementById(id);
-    if (view[id] && ![...select.options].some((o) => o.value === view[id])) {
-      select.append(el("option", { value: view[id], text: view[id] }));
-    }
-    select.value = view[id] || "";
+  for (const id of ["gateway", "tool"]) document.getElementById(id).value = view[id] || "";
+  const protocol = document.getElementById("protocol");
+  if (view.protocol && ![...protocol.options].some((o) => o.value === view.protocol)) {
+    protocol.append(el("option", { value: view.protocol, text: view.protocol }));
   }
+  protocol.value = view.protocol || "";
 }
 
 function start() {
@@ -369,7 +402,7 @@ function start() {
   form.addEventListener("submit", (event) => event.preventDefault());
   form.addEventListener("change", (event) => {
     const name = event.target.name;
-    const changes = { [name]: event.target.value };
+    const changes = { [name]: event.target.value.trim() };
     if (name === "window" && event.target.value === "custom" && !readView().since) {
       const from = new Date(Date.now() - 86400 * 1000).toISOString().slice(0, 16);
       changes.since = from;
@@ -377,6 +410,11 @@ function start() {
     }
     update(changes);
   });
+  for (const id of ["gateway", "tool"]) {  // the field's clear button says "search", not "change"
+    document.getElementById(id).addEventListener("search", (event) => {
+      if (!event.target.value) update({ [id]: "" });
+    });
+  }
   document.getElementById("clear").addEventListener("click", () => update({ tool: "", protocol: "", request: "" }));
   document.getElementById("pause").addEventListener("click", (event) => {
     paused = !paused;

@@ -11,7 +11,7 @@ from pydantic import AfterValidator, BeforeValidator, WithJsonSchema
 
 import fastsse
 
-from ..queries import RATE_DIMENSIONS, RollupFilter, Span
+from ..queries import FOLDED, MAX_TOP, RATE_DIMENSIONS, RollupFilter, Span
 from .deps import invalid_parameter
 
 _WINDOW = re.compile(r"^(\d+)([smhd]?)$")
@@ -139,3 +139,14 @@ async def grouping(
 SpanDep = Annotated[Span, Depends(time_span)]
 FilterDep = Annotated[RollupFilter, Depends(group_filter)]
 GroupingDep = Annotated[tuple[str, ...], Depends(grouping)]
+# Gateways and tools come from clients: a read folds all but the busiest (queries.FOLDED).
+TopDep = Annotated[
+    int,
+    Query(
+        ge=1,
+        le=MAX_TOP,
+        description="How many gateways and how many tools keep groups of their own: those with the most "
+        f"verdicts in the span. The others are folded into groups whose gateway or tool is {FOLDED!r} "
+        "(no real one is named so), and `folded` says how many were; filter by one to see it alone.",
+    ),
+]

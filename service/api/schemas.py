@@ -96,6 +96,10 @@ class Rates(BaseModel):
     until: datetime | None = Field(None, description="The first minute not covered; null: now.")
     by: list[str]
     groups: list[RateGroup]
+    folded: dict[str, int] = Field(
+        default_factory=dict,
+        description="How many gateways or tools were folded into the '(other)' groups (see top); empty when none were.",
+    )
 
 
 class SeriesGroup(Counts):
@@ -115,6 +119,10 @@ class Series(BaseModel):
     bucket: int = Field(description="Seconds per bucket; buckets start at multiples of it since 1970-01-01 UTC.")
     by: str | None
     points: list[SeriesPoint] = Field(description="Buckets with at least one verdict, in order.")
+    folded: dict[str, int] = Field(
+        default_factory=dict,
+        description="How many gateways or tools were folded into the '(other)' groups (see top); empty when none were.",
+    )
 
 
 class RetryGroup(BaseModel):
@@ -141,6 +149,10 @@ class Retries(BaseModel):
     until: datetime | None = Field(None, description="The first minute not covered; absent: now.")
     by: list[str]
     groups: list[RetryGroup]
+    folded: dict[str, int] = Field(
+        default_factory=dict,
+        description="How many gateways or tools were folded into the '(other)' groups (see top); empty when none were.",
+    )
 
 
 class RequestChain(BaseModel):

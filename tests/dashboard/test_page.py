@@ -220,3 +220,38 @@ def test_keyboard_and_dark(browser, dashboard, artifacts, database_url):
 
 def backend(url: str) -> str:
     return "sqlite" if url.startswith("sqlite") else "postgres"
+
+
+def test_ten_thousand_tools_leave_the_page_small_and_every_tool_reachable(
+    browser, service_process, sqlite_url, artifacts
+):
+    """Issue 25: 3,000 tools made the page 94k DOM nodes. Now the matrix has a row for each of
+    the 25 busiest tools and one for the others; a tool outside them can still be typed in."""
+    from fastsse_service.db import migrate
+    from tests.service.test_labels import seed
+
+    migrate(sqlite_url)
+    seed(sqlite_url, tools=10_000)
+    service = service_process({"DATABASE_URL": sqlite_url})
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    sign_in(page, service.url)
+    page.wait_for_selector("table.matrix")
+    page.wait_for_selector("#series svg")
+    rows = page.locator("table.matrix tbody tr th").all_inner_texts()
+    assert rows[:3] == ["tool-09999", "tool-09998", "tool-09997"] and len(rows) == 26
+    assert rows[-1] == "9,975 other tools"
+    folded = page.locator("table.matrix tr.folded .cell").all_inner_texts()
+    # the others, counted (tool-{i} has i + 1 streams a protocol, one silent), not selectable
+    assert f"9,975 / {sum(range(1, 9_976)):,}" in folded[0], folded
+    assert page.locator("table.matrix tr.folded button").count() == 0
+    assert page.locator("#tool-names option").count() == 25
+    nodes = page.evaluate("document.getElementsByTagName('*').length")
+    assert nodes < 3_000, nodes
+    # a folded tool, typed in: the panels below show it alone
+    page.fill("#tool", "tool-00007")
+    page.press("#tool", "Enter")
+    page.wait_for_function("location.search.includes('tool=tool-00007')")
+    wait_for(lambda: "tool-00007" in page.locator("#selection-name").inner_text())
+    wait_for(lambda: "16 streams" in page.locator("#categories").inner_text())  # 8 a protocol
+    page.screenshot(path=str(artifacts / "dashboard-10000-tools.png"), full_page=True)
+    page.close()

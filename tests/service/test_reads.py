@@ -117,9 +117,9 @@ def test_rates_window_excludes_older_minutes(database_url, client, posted):
     engine = make_engine(database_url)
     with make_sessionmaker(engine)() as session:
         later = datetime.now(timezone.utc) + timedelta(hours=2)
-        groups = silent_rates(session, Span.of(seconds=3600, now=later), by=("tool",))
+        groups, _ = silent_rates(session, Span.of(seconds=3600, now=later), by=("tool",))
         assert groups == []
-        groups = silent_rates(session, Span.of(seconds=3 * 3600, now=later), by=("tool",))
+        groups, _ = silent_rates(session, Span.of(seconds=3 * 3600, now=later), by=("tool",))
         assert sum(g["total"] for g in groups) == 6
     engine.dispose()
 

@@ -19,6 +19,7 @@ from starlette.requests import ClientDisconnect
 
 import fastsse
 
+from ...queries import FOLDED
 from ...resources import resource_dir
 from ...uploads import UploadTooLarge, UploadTooSlow, read_body
 from ..deps import SESSION_COOKIE
@@ -67,7 +68,7 @@ async def dashboard(request: Request) -> Response:
     if team is None:
         here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         return RedirectResponse(f"/signin?next={quote(here)}", status_code=303)
-    return _page("index.html", team=team, protocols=" ".join(fastsse.PROTOCOLS))
+    return _page("index.html", team=team, protocols=" ".join(fastsse.PROTOCOLS), folded=FOLDED)
 
 
 @router.get("/signin", response_class=HTMLResponse)

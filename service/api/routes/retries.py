@@ -8,9 +8,9 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Query
 
 from ...ingest import IDENTIFIER_PATTERN
-from ...queries import request_attempts, retry_outcomes
+from ...queries import DEFAULT_TOP, request_attempts, retry_outcomes
 from ..deps import ReadCaller, SessionDep
-from ..filters import FilterDep, GroupingDep, Label, SpanDep
+from ..filters import FilterDep, GroupingDep, Label, SpanDep, TopDep
 from ..schemas import Problem, RequestAttempts, RequestChain, Retries, VerdictOut
 
 router = APIRouter(tags=["read"])
@@ -26,10 +26,24 @@ router = APIRouter(tags=["read"])
     "completed, so a window that cuts a chain shows part of it.",
     responses={401: {"model": Problem}},
 )
-def get_retries(_team: ReadCaller, session: SessionDep, span: SpanDep, where: FilterDep, by: GroupingDep) -> Retries:
-    groups = retry_outcomes(session, span, by=by, where=where)
+def get_retries(
+    _team: ReadCaller,
+    session: SessionDep,
+    span: SpanDep,
+    where: FilterDep,
+    by: GroupingDep,
+    top: TopDep = DEFAULT_TOP,
+) -> Retries:
+    groups, folded = retry_outcomes(session, span, by=by, where=where, top=top)
     return Retries.model_validate(
-        {"window": span.window, "since": span.since, "until": span.until, "by": list(by), "groups": groups}
+        {
+            "window": span.window,
+            "since": span.since,
+            "until": span.until,
+            "by": list(by),
+            "groups": groups,
+            "folded": folded,
+        }
     )
 
 

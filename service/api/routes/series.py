@@ -9,9 +9,9 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from ... import charts
-from ...queries import MAX_SERIES_POINTS, bucket_for, series
+from ...queries import DEFAULT_TOP, MAX_SERIES_POINTS, bucket_for, series
 from ..deps import ReadCaller, SessionDep, invalid_parameter
-from ..filters import FilterDep, SpanDep
+from ..filters import FilterDep, SpanDep, TopDep
 from ..schemas import Problem, Series
 
 router = APIRouter(prefix="/v1/series", tags=["read"])
@@ -33,7 +33,7 @@ Bucket = Annotated[
 ]
 
 
-def _series(session, span, where, by, bucket) -> Series:
+def _series(session, span, where, by, bucket, top) -> Series:
     bucket = bucket or bucket_for(span.window)
     if bucket % 60:
         raise invalid_parameter("bucket", str(bucket), "bucket must be whole minutes")
@@ -41,17 +41,23 @@ def _series(session, span, where, by, bucket) -> Series:
         raise invalid_parameter(
             "bucket", str(bucket), f"bucket is too small for the span (at most {MAX_SERIES_POINTS} buckets)"
         )
-    points = series(session, span, bucket_seconds=bucket, by=by, where=where)
+    points, folded = series(session, span, bucket_seconds=bucket, by=by, where=where, top=top)
     return Series.model_validate(
-        {"since": span.since, "until": span.until, "bucket": bucket, "by": by, "points": points}
+        {"since": span.since, "until": span.until, "bucket": bucket, "by": by, "points": points, "folded": folded}
     )
 
 
 @router.get("", response_model=Series, summary="Rates and volume over time", responses={401: {"model": Problem}})
 def get_series(
-    _team: ReadCaller, session: SessionDep, span: SpanDep, where: FilterDep, by: Dimension = None, bucket: Bucket = None
+    _team: ReadCaller,
+    session: SessionDep,
+    span: SpanDep,
+    where: FilterDep,
+    by: Dimension = None,
+    bucket: Bucket = None,
+    top: TopDep = DEFAULT_TOP,
 ) -> Series:
-    return _series(session, span, where, by, bucket)
+    return _series(session, span, where, by, bucket, top)
 
 
 @router.get(
@@ -71,5 +77,6 @@ def get_series_svg(
         int, Query(ge=1, le=12, description="Draw the busiest this many groups; the rest are counted as others.")
     ] = 6,
 ) -> Response:
-    drawn = _series(session, span, where, by, bucket)
+    # The lines beyond the busiest are drawn as one (charts.OTHERS): folded at once.
+    drawn = _series(session, span, where, by, bucket, top=lines)
     return Response(charts.series_svg(drawn.model_dump(), lines=lines), media_type="image/svg+xml")
