@@ -44,7 +44,8 @@ class Spooled:
 
 class Spool:
     """A directory of captured streams, each one file: a JSON line of its ingest parameters,
-    then its bytes.  At most ``max_bytes`` in all (pending and rejected); a capture that would
+    then its bytes.  At most ``max_bytes`` of disk in all (pending and rejected), each file
+    counted as the whole blocks it takes (a small capture takes a block); a capture that would
     pass it is dropped, counted and logged.  Files are written whole (to a temporary name, then
     renamed) and readable by their owner only: they hold payload."""
 
@@ -55,15 +56,23 @@ class Spool:
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(path, 0o700)  # also when it was there before: the files hold payload
         self.max_bytes = max_bytes
+        # The file system's allocation unit: a file takes whole ones (4 KiB on most).
+        self.unit = os.statvfs(self.pending_dir).f_frsize or 4096
         self.dropped = 0
         self._lock = threading.Lock()
         for stale in self.pending_dir.glob("*.tmp"):  # a write cut short by a crash
             stale.unlink(missing_ok=True)
-        self.used_bytes = sum(p.stat().st_size for d in (self.pending_dir, self.rejected_dir) for p in d.iterdir())
+        self.used_bytes = sum(
+            self._on_disk(p.stat().st_size) for d in (self.pending_dir, self.rejected_dir) for p in d.iterdir()
+        )
+
+    def _on_disk(self, size: int) -> int:
+        """What a file of ``size`` bytes takes: whole allocation units, at least one."""
+        return max(1, -(-size // self.unit)) * self.unit
 
     def put(self, params: dict, body: bytes) -> Spooled | None:
         header = json.dumps(params, separators=(",", ":")).encode() + b"\n"
-        size = len(header) + len(body)
+        size = self._on_disk(len(header) + len(body))
         with self._lock:
             if self.used_bytes + size > self.max_bytes:
                 self.dropped += 1
@@ -100,7 +109,7 @@ class Spool:
 
     def delete(self, name: str) -> None:
         path = self.pending_dir / name
-        size = path.stat().st_size
+        size = self._on_disk(path.stat().st_size)
         path.unlink()
         with self._lock:
             self.used_bytes -= size
@@ -111,7 +120,7 @@ class Spool:
         refusals never fills the spool."""
         os.replace(self.pending_dir / name, self.rejected_dir / name)
         kept = sorted(self.rejected_dir.glob("*" + SUFFIX))
-        sizes = [path.stat().st_size for path in kept]
+        sizes = [self._on_disk(path.stat().st_size) for path in kept]
         total, allowed = sum(sizes), self.max_bytes * REJECTED_SHARE
         for path, size in zip(kept, sizes, strict=True):
             if total <= allowed:

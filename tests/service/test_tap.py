@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import zlib
+from pathlib import Path
 
 import httpx
 import pytest
@@ -500,28 +501,47 @@ def test_a_full_spool_drops_new_captures_and_the_client_never_notices(taps, mock
     assert spooled(tap.tap.spool.pending_dir) == []
 
 
-def test_the_spool_bound_counts_every_byte_kept(tmp_path):
-    spool = Spool(tmp_path, max_bytes=1000)
-    kept = [spool.put({"stream_id": f"s{n}"}, b"x" * 300) for n in range(4)]
-    assert [k is not None for k in kept] == [True, True, True, False]
-    assert spool.dropped == 1 and spool.used_bytes <= 1000
+def on_disk(directory: Path) -> int:
+    """What the files of a directory take on its disk (as du counts)."""
+    return sum(path.stat().st_blocks * 512 for path in directory.iterdir())
+
+
+def test_the_spool_bound_counts_the_disk_its_captures_take(tmp_path):
+    """Issue 25: the bound counted file sizes, and 41 small captures took 5.8 times it on disk.
+    Each capture now counts as the whole blocks it takes."""
+    unit = Spool(tmp_path, max_bytes=1).unit
+    spool = Spool(tmp_path, max_bytes=10 * unit)
+    kept = [spool.put({"stream_id": f"s{n}"}, b"x" * 100) for n in range(41)]
+    assert sum(k is not None for k in kept) == 10 and spool.dropped == 31
+    assert spool.used_bytes == 10 * unit
+    assert on_disk(spool.pending_dir) <= spool.max_bytes
     spool.delete(kept[0].name)
-    assert spool.put({"stream_id": "s5"}, b"x" * 300) is not None
+    assert spool.put({"stream_id": "again"}, b"x" * 100) is not None
     spool.reject(kept[1].name)
-    assert Spool(tmp_path, max_bytes=1000).used_bytes == spool.used_bytes  # recounted at start
+    assert Spool(tmp_path, max_bytes=10 * unit).used_bytes == spool.used_bytes  # recounted at start
     (spool.pending_dir / "cut-short.stream.tmp").write_bytes(b"half")
-    assert not (Spool(tmp_path, 1000).pending_dir / "cut-short.stream.tmp").exists()
+    assert not (Spool(tmp_path, 10 * unit).pending_dir / "cut-short.stream.tmp").exists()
+
+
+def test_a_capture_of_more_than_a_block_counts_its_blocks(tmp_path):
+    unit = Spool(tmp_path, max_bytes=1).unit
+    spool = Spool(tmp_path, max_bytes=5 * unit)
+    assert spool.put({"stream_id": "big"}, b"x" * (2 * unit)) is not None  # its header makes 3 blocks
+    assert spool.used_bytes == 3 * unit
+    assert spool.put({"stream_id": "bigger"}, b"x" * (2 * unit)) is None
+    assert on_disk(spool.pending_dir) <= spool.used_bytes
 
 
 def test_set_aside_captures_are_kept_within_a_tenth_of_the_bound(tmp_path):
-    spool = Spool(tmp_path, max_bytes=10_000)
+    unit = Spool(tmp_path, max_bytes=1).unit
+    spool = Spool(tmp_path, max_bytes=30 * unit)
     for n in range(8):
         spool.reject(spool.put({"stream_id": f"r{n}"}, b"x" * 300).name)
     kept = spool.rejected()
-    assert 1 <= len(kept) <= 3 and kept[-1].endswith("-r7.stream"), kept  # the newest
-    assert spool.used_bytes == sum((spool.rejected_dir / k).stat().st_size for k in kept)
+    assert len(kept) == 3 and kept[-1].endswith("-r7.stream"), kept  # the newest
+    assert spool.used_bytes == 3 * unit
     (tmp_path / "pending").chmod(0o755)
-    Spool(tmp_path, 10_000)
+    Spool(tmp_path, 30 * unit)
     assert (tmp_path / "pending").stat().st_mode & 0o777 == 0o700
 
 
