@@ -45,6 +45,8 @@ from loadtests.wire import short_stream  # noqa: E402
 from loadtests.wrk import post_streams  # noqa: E402
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+GATEWAY_ADDRESS = "127.0.0.3"  # wrk posts from 127.0.0.1, the dribblers from 127.0.0.2
+DRIBBLER_ADDRESS = "127.0.0.2"
 BODY = short_stream(text="a signed answer")
 
 
@@ -68,7 +70,10 @@ async def gateway(url: str, seconds: float, concurrency: int, tag: str) -> dict:
                 statuses[type(exc).__name__] += 1
             latencies.append(time.perf_counter() - started)
 
-    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+    # From an address of its own: the flood's addresses spend their failed credentials (past
+    # FAILED_CREDENTIALS_BURST an address gets 429s, whatever it presents).
+    transport = httpx.AsyncHTTPTransport(local_address=GATEWAY_ADDRESS)
+    async with httpx.AsyncClient(base_url=url, timeout=30, transport=transport) as client:
         await asyncio.gather(*(one_lane(client) for _ in range(concurrency)))
     latencies.sort()
     return {
@@ -90,7 +95,7 @@ async def dribbler(port: int, deadline: float, n: int, report: dict) -> None:
         head = "".join(f"{name}: {value}\r\n" for name, value in forged.items())
         opened = time.monotonic()
         try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(DRIBBLER_ADDRESS, 0))
         except OSError:
             report["refused_connections"] += 1
             await asyncio.sleep(0.1)

@@ -18,6 +18,7 @@ from .api.routes import categories, dashboard, health, rates, retries, series, s
 from .auth import MIN_SECRET_LENGTH, Credentials, parse_tokens
 from .config import Settings, get_settings
 from .db import make_engine, make_sessionmaker
+from .failed_credentials import FailedCredentials
 from .stores import Store, open_store
 from .writer import VerdictWriter
 
@@ -127,6 +128,9 @@ def create_app(
     )
     app.state.settings = settings
     app.state.inflight_posts = 0  # admission (api/routes/streams.py)
+    app.state.failed_credentials = FailedCredentials(
+        settings.failed_credentials_burst, settings.failed_credentials_per_minute
+    )
     app.state.signed_in_progress = set()  # (gateway, webhook-id) of the signed posts in progress
     app.state.ingest_credentials = ingest
     app.state.read_credentials = read

@@ -32,6 +32,7 @@ MESSAGE_ID = re.compile(r"[!-~]{1,256}")
 # A signed post's headers (docs/gateways/signing.md).
 SIGNING_HEADERS = ("webhook-id", "webhook-timestamp", "content-digest", "webhook-signature")
 SIGNATURE_VERSION = "fastsse1"
+_SESSION_ID = re.compile(r"[0-9a-f]{32}")
 
 
 class ConfigError(ValueError):
@@ -93,31 +94,37 @@ class Credentials:
                 match = name
         return match
 
-    # A dashboard session: the cookie says who signed in and until when, signed with that
-    # name's own secret, so the secret never travels again, no other key is needed across
-    # workers and replicas, and changing a secret ends its sessions.
+    # A dashboard session: the cookie says who signed in, until when, and the session's own
+    # id, signed with that name's own secret, so the secret never travels again, no other key
+    # is needed across workers and replicas, and changing a secret ends its sessions.  Signing
+    # out ends the session by its id in the database (service/sessions.py).
     def session_cookie(self, name: str, *, seconds: int, now: float | None = None) -> str:
         expires = int((time.time() if now is None else now) + seconds)
-        return f"{name}.{expires}.{self._session_mac(name, expires)}"
+        session_id = secrets.token_hex(16)
+        return f"{name}.{expires}.{session_id}.{self._session_mac(name, expires, session_id)}"
 
-    def session(self, cookie: str | None, *, now: float | None = None) -> str | None:
-        """The name a session cookie was made for, if it is genuine and not expired."""
-        if not cookie or cookie.count(".") < 2:
+    def session(self, cookie: str | None, *, now: float | None = None) -> DashboardSession | None:
+        """The session a cookie was made for, if it is genuine and not expired (whether it was
+        ended by a sign-out, the database says)."""
+        if not cookie or cookie.count(".") < 3:
             return None
         rest, _, mac = cookie.rpartition(".")
+        rest, _, session_id = rest.rpartition(".")
         name, _, expires = rest.rpartition(".")
         if not _UNIX_SECONDS.fullmatch(expires) or int(expires) < (time.time() if now is None else now):
             return None
-        expected = self._session_mac(name, int(expires))
+        if not _SESSION_ID.fullmatch(session_id):
+            return None
+        expected = self._session_mac(name, int(expires), session_id)
         if expected is None or not hmac.compare_digest(expected.encode(), mac.encode()):
             return None
-        return name
+        return DashboardSession(name, session_id, int(expires))
 
-    def _session_mac(self, name: str, expires: int) -> str | None:
+    def _session_mac(self, name: str, expires: int, session_id: str) -> str | None:
         secret = dict(self._secrets).get(name)
         if secret is None:
             return None
-        digest = hmac.new(secret, f"session.{name}.{expires}".encode(), hashlib.sha256).digest()
+        digest = hmac.new(secret, f"session.{name}.{expires}.{session_id}".encode(), hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
     def signed_post(self, headers, target: bytes, *, tolerance_seconds: int) -> SignedPost | None:
@@ -160,6 +167,15 @@ class Credentials:
         if match is None:
             raise BadSignature("the webhook signature matches no gateway's secret")
         return SignedPost(match, msg_id, int(stamp), body_sha256.hex())
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardSession:
+    """A genuine session cookie: the team, the session's id, and when it expires (Unix s)."""
+
+    team: str
+    session_id: str
+    expires: int
 
 
 class BadSignature(ValueError):

@@ -42,6 +42,11 @@ class Settings(BaseSettings):
     # Signed posts: a signature whose time is further than this from the service's clock is
     # refused, and the id of each signed post is kept this long (docs/gateways/signing.md).
     webhook_tolerance_seconds: int = Field(default=300, ge=1)
+    # Failed credentials (a bearer token, a signature, a sign-in that matches nothing) cost
+    # their client address one of this many, which come back at the pace below; an address
+    # with none left gets 429 for any credential it presents (service/failed_credentials.py).
+    failed_credentials_burst: int = Field(default=20, ge=1)
+    failed_credentials_per_minute: float = Field(default=60.0, gt=0)
 
     # Admission control: past this many posts in progress in one worker, a post is refused at
     # once with 503 and Retry-After: 1 (overload gets quick refusals, not growing latency).

@@ -34,7 +34,7 @@ OTHER_TOOL = "other"
 # The protocol of a verdict is one of fastsse's protocols, or "unknown" when no event named one.
 PROTOCOL_LABELS = fastsse.PROTOCOLS + (fastsse.UNKNOWN_PROTOCOL,)
 # Answers of POST /v1/streams that exist from the start (others appear when first sent).
-INGEST_STATUSES = ("200", "201", "401", "408", "409", "413", "415", "422", "499", "503")
+INGEST_STATUSES = ("200", "201", "401", "408", "409", "413", "415", "422", "429", "499", "503")
 
 BUILD_INFO = Gauge(
     "fastsse_build_info",
@@ -106,6 +106,14 @@ INGEST_REQUESTS = Counter(
     "POST /v1/streams answers, by HTTP status (499 when the upload broke off: nobody heard it).",
     ["status"],
 )
+FAILED_CREDENTIAL_KINDS = ("ingest_token", "signature", "read_token", "signin")
+FAILED_CREDENTIALS = Counter(
+    "fastsse_failed_credentials_total",
+    "Credentials that matched nothing, by kind: ingest_token and read_token (a bearer token), "
+    "signature (a signed post's head), signin (the dashboard's form). Each costs its client "
+    "address a share of FAILED_CREDENTIALS_BURST (past it: 429).",
+    ["kind"],
+)
 CONNECTION_CLOSE_REASONS = ("idle", "head_timeout", "head_too_large", "too_many_connections")
 CONNECTIONS_CLOSED = Counter(
     "fastsse_connections_closed_total",
@@ -162,6 +170,8 @@ def prepare_series(allowed_tools: frozenset[str], queue_size: int) -> None:
         INGEST_REQUESTS.labels(status)
     for reason in CONNECTION_CLOSE_REASONS:
         CONNECTIONS_CLOSED.labels(reason)
+    for kind in FAILED_CREDENTIAL_KINDS:
+        FAILED_CREDENTIALS.labels(kind)
 
 
 # The series one kind of verdict adds to, by (tool, protocol, category, silent): looking a

@@ -97,6 +97,16 @@ class WebhookMessage(Base):
     webhook_timestamp: Mapped[int] = mapped_column(BigInteger, index=True)  # Unix seconds, as signed
 
 
+class EndedSession(Base):
+    """A dashboard session a sign-out ended, kept until its cookie would have expired (service/
+    sessions.py): the cookie is refused from then on, by every worker and replica."""
+
+    __tablename__ = "ended_sessions"
+
+    session_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    expires_at: Mapped[int] = mapped_column(BigInteger, index=True)  # Unix seconds
+
+
 # What one backend has and the other has not (migration 0004): Alembic's comparison of these
 # models with a database (migrations/env.py) leaves the other backend's objects out, and the
 # partitions of verdicts too (they are made by the service, not by migrations).  PostgreSQL's

@@ -8,8 +8,10 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
-from ..auth import BadSignature, Gateway
+from .. import sessions
+from ..auth import SIGNING_HEADERS, BadSignature, Gateway
 
 UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
 
@@ -22,20 +24,26 @@ def get_session(request: Request) -> Iterator[Session]:
 SessionDep = Annotated[Session, Depends(get_session)]
 
 
-def ingest_caller(state, headers: Mapping[str, str], target: bytes) -> Gateway:
-    """Who posts, from the app's state, the request's headers and its target (path and query,
-    as sent: a signature covers them); HTTPException 401 if nobody we know."""
+def ingest_caller(state, headers: Mapping[str, str], target: bytes, client: str | None) -> Gateway:
+    """Who posts, from the app's state, the request's headers, its target (path and query, as
+    sent: a signature covers them) and its client's address; HTTPException 401 if nobody we
+    know, 429 if that address has failed too often (failed_credentials.py)."""
     authorization = headers.get("authorization")
     if authorization is not None:
+        refuse_if_guessing(state, client)
         name = state.ingest_credentials.bearer(authorization)
         if name is None:
+            state.failed_credentials.failed(client, "ingest_token")
             raise HTTPException(401, "the bearer token is not a gateway's ingest token", headers=UNAUTHORIZED)
         return Gateway(name)
+    if any(name in headers for name in SIGNING_HEADERS):
+        refuse_if_guessing(state, client)
     try:
         signed = state.ingest_credentials.signed_post(
             headers, target, tolerance_seconds=state.settings.webhook_tolerance_seconds
         )
     except BadSignature as exc:
+        state.failed_credentials.failed(client, "signature")
         raise HTTPException(401, str(exc), headers=UNAUTHORIZED) from None
     if signed is None:
         raise HTTPException(
@@ -44,6 +52,17 @@ def ingest_caller(state, headers: Mapping[str, str], target: bytes) -> Gateway:
             headers=UNAUTHORIZED,
         )
     return Gateway(signed.signer, signed)
+
+
+def refuse_if_guessing(state, client: str | None) -> None:
+    """HTTPException 429 if this client address has no failed credentials left to spend."""
+    retry_after = state.failed_credentials.retry_after(client)
+    if retry_after is not None:
+        raise HTTPException(
+            429,
+            "too many credentials from this address matched nothing: retry after Retry-After seconds",
+            headers={"Retry-After": str(retry_after)},
+        )
 
 
 def request_target(scope) -> bytes:
@@ -58,16 +77,28 @@ SESSION_COOKIE = "fastsse_session"  # the dashboard's sign-in (see Credentials.s
 
 async def read_caller(request: Request) -> str:
     """A team with a read token: in the Authorization header, or signed in to the dashboard."""
-    credentials = request.app.state.read_credentials
+    state = request.app.state
     authorization = request.headers.get("authorization")
-    name = (
-        credentials.bearer(authorization)
-        if authorization is not None
-        else credentials.session(request.cookies.get(SESSION_COOKIE))
-    )
+    if authorization is not None:
+        client = request.client.host if request.client else None
+        refuse_if_guessing(state, client)
+        name = state.read_credentials.bearer(authorization)
+        if name is None:
+            state.failed_credentials.failed(client, "read_token")
+    else:
+        name = await session_team(state, request.cookies.get(SESSION_COOKIE))
     if name is None:
         raise HTTPException(401, "send Authorization: Bearer <read token>, or sign in at /signin", headers=UNAUTHORIZED)
     return name
+
+
+async def session_team(state, cookie: str | None) -> str | None:
+    """The team of a dashboard session cookie, if it is genuine, not expired, and not ended by
+    a sign-out (which the database says: only signed-in requests ask it)."""
+    session = state.read_credentials.session(cookie)
+    if session is None or await run_in_threadpool(sessions.is_ended, state.sessionmaker, session):
+        return None
+    return session.team
 
 
 def invalid_parameter(name: str, value: str, reason: str) -> RequestValidationError:

@@ -3,6 +3,7 @@ test_signing.py)."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from fastsse_service.auth import ConfigError, Credentials, parse_tokens
@@ -77,16 +78,20 @@ def test_a_dashboard_session_is_signed_and_ends():
 
     team = Credentials({"team": "s3cret", "other.team": "another"})
     cookie = team.session_cookie("team", seconds=60, now=1_000)
-    assert team.session(cookie, now=1_030) == "team"
+    session = team.session(cookie, now=1_030)
+    assert (session.team, session.expires) == ("team", 1_060) and len(session.session_id) == 32
     assert "s3cret" not in cookie
     assert team.session(cookie, now=1_061) is None  # expired
-    name, expires, mac = cookie.split(".")
-    assert team.session(f"other.team.{expires}.{mac}", now=1_030) is None  # another name
-    assert team.session(f"{name}.{int(expires) + 3600}.{mac}", now=1_030) is None  # longer
+    name, expires, session_id, mac = cookie.split(".")
+    assert team.session(f"other.team.{expires}.{session_id}.{mac}", now=1_030) is None  # another name
+    assert team.session(f"{name}.{int(expires) + 3600}.{session_id}.{mac}", now=1_030) is None  # longer
+    assert team.session(f"{name}.{expires}.{'0' * 32}.{mac}", now=1_030) is None  # another session
     assert team.session(cookie[:-2] + "AA", now=1_030) is None
     assert team.session("garbage", now=1_030) is None and team.session(None) is None
+    assert team.session(f"{name}.{expires}.{mac}", now=1_030) is None  # the old form, without an id
     dotted = team.session_cookie("other.team", seconds=60, now=1_000)
-    assert team.session(dotted, now=1_030) == "other.team"
+    assert team.session(dotted, now=1_030).team == "other.team"
+    assert team.session_cookie("team", seconds=60) != team.session_cookie("team", seconds=60)
     # a new secret ends the sessions made with the old one
     assert Credentials({"team": "rotated"}).session(cookie, now=1_030) is None
 
@@ -109,6 +114,26 @@ def test_signing_in_and_out_over_http(client):
     assert client.get("/v1/rates").status_code == 200  # the cookie reads the API
     client.post("/signout")
     assert client.get("/v1/rates").status_code == 401
+
+
+def test_a_signed_out_cookie_is_refused_everywhere_even_if_kept(serve):
+    """Issue 25: sign-out only asked the browser to forget the cookie, which stayed valid for
+    its whole lifetime.  Now the session ends in the database: a copy of the cookie, sent to
+    another instance of the service on the same database, is refused."""
+    one, two = serve(), serve()
+    with httpx.Client(base_url=one.url, timeout=30) as browser:
+        browser.post("/signin", content=f"token={READ_SECRET}".encode())
+        cookie = browser.cookies["fastsse_session"]
+        other_session = httpx.Client(base_url=one.url, timeout=30)
+        other_session.post("/signin", content=f"token={READ_SECRET}".encode())
+        copied = {"fastsse_session": cookie}
+        assert httpx.get(f"{two.url}/v1/rates", cookies=copied).status_code == 200
+        assert browser.post("/signout", follow_redirects=False).status_code == 303
+    assert httpx.get(f"{two.url}/v1/rates", cookies=copied).status_code == 401
+    assert httpx.get(f"{one.url}/", cookies=copied, follow_redirects=False).status_code == 303  # to /signin
+    # the team's other session goes on
+    assert other_session.get("/v1/rates").status_code == 200
+    other_session.close()
 
 
 @pytest.mark.parametrize(

@@ -244,8 +244,8 @@ def test_an_id_kept_for_a_verdict_that_failed_lets_the_retry_through(sqlite_url)
     engine.dispose()
 
 
-def _head(port: int, target: str, headers: dict, length: int) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+def _head(port: int, target: str, headers: dict, length: int, source: str = "127.0.0.1") -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30, source_address=(source, 0))
     lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
     sock.sendall(f"POST {target} HTTP/1.1\r\nhost: x\r\n{lines}content-length: {length}\r\n\r\n".encode())
     return sock
@@ -263,12 +263,13 @@ def _answer(sock: socket.socket) -> tuple[int, bytes]:
 
 def test_made_up_signing_headers_are_refused_before_the_body_and_take_no_slot(serve):
     """Issue 25: posts with made-up signing headers, their bodies held back, once filled every
-    slot for signed posts.  Now each is refused at its head, and gateways are served."""
+    slot for signed posts.  Now each is refused at its head, and gateways are served.  (The
+    forger has its own address: past FAILED_CREDENTIALS_BURST failures an address gets 429s.)"""
     server = serve(max_inflight_posts=2)
     forged = []
     for n in range(20):
         headers = sign_post("whsec_" + "B" * 32, f"/v1/streams?stream_id=forged-{n}", BODY)
-        forged.append(_head(server.port, f"/v1/streams?stream_id=forged-{n}", headers, len(BODY)))
+        forged.append(_head(server.port, f"/v1/streams?stream_id=forged-{n}", headers, len(BODY), "127.0.0.2"))
     for sock in forged:  # answered without a byte of their bodies
         status, raw = _answer(sock)
         assert status == 401 and b"matches no gateway" in raw

@@ -15,14 +15,16 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 import fastsse
 
+from ... import sessions
 from ...queries import FOLDED
 from ...resources import resource_dir
 from ...uploads import UploadTooLarge, UploadTooSlow, read_body
-from ..deps import SESSION_COOKIE
+from ..deps import SESSION_COOKIE, session_team
 
 router = APIRouter(tags=["dashboard"], include_in_schema=False)
 
@@ -51,8 +53,9 @@ def _page(name: str, status: int = 200, **values: str) -> HTMLResponse:
     return HTMLResponse(text, status_code=status, headers=PAGE_HEADERS)
 
 
-def _signed_in(request: Request) -> str | None:
-    return request.app.state.read_credentials.session(request.cookies.get(SESSION_COOKIE))
+async def _signed_in(request: Request) -> str | None:
+    """The team whose session the request's cookie is, unless a sign-out ended it."""
+    return await session_team(request.app.state, request.cookies.get(SESSION_COOKIE))
 
 
 def _local(next_path: str | None) -> str:
@@ -64,7 +67,7 @@ def _local(next_path: str | None) -> str:
 
 @router.get("/", response_class=HTMLResponse)
 async def dashboard(request: Request) -> Response:
-    team = _signed_in(request)
+    team = await _signed_in(request)
     if team is None:
         here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         return RedirectResponse(f"/signin?next={quote(here)}", status_code=303)
@@ -117,8 +120,17 @@ async def signin(request: Request) -> Response:
     token = (form.get("token") or [""])[0].strip()
     next_path = _local((form.get("next") or ["/"])[0])
     state = request.app.state
+    client = request.client.host if request.client else None
+    retry_after = state.failed_credentials.retry_after(client) if token else None
+    if retry_after is not None:
+        message = f"Too many tokens from here were wrong. Try again in {retry_after} s."
+        page = _page("signin.html", status=429, message=message, next=next_path, message_class="problem")
+        page.headers["Retry-After"] = str(retry_after)
+        return page
     team = state.read_credentials.named(token) if token else None
     if team is None:
+        if token:
+            state.failed_credentials.failed(client, "signin")
         if token and state.ingest_credentials.named(token):
             message = (
                 "That is a gateway's ingest token: it posts streams but cannot read "
@@ -147,6 +159,10 @@ async def signin(request: Request) -> Response:
 async def signout(request: Request) -> Response:
     if _cross_site(request):
         return JSONResponse(CROSS_SITE, status_code=403)
+    state = request.app.state
+    session = state.read_credentials.session(request.cookies.get(SESSION_COOKIE))
+    if session is not None:  # ended for every worker and replica, not only in this browser
+        await run_in_threadpool(sessions.end, state.sessionmaker, session)
     response = RedirectResponse("/signin", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response

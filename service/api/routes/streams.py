@@ -115,6 +115,11 @@ RAW_STREAM_BODY = {
             "SECONDS, UPLOAD_TIMEOUT_SECONDS): nothing stored.",
         },
         413: {"model": Problem, "description": "The body passed MAX_BODY_BYTES."},
+        429: {
+            "model": Problem,
+            "description": "Too many credentials from this client address matched nothing "
+            "(FAILED_CREDENTIALS_BURST): retry after Retry-After seconds.",
+        },
         415: {"model": Problem, "description": "The body has a Content-Encoding (not decoded): nothing stored."},
         422: {"model": ValidationProblem, "description": "A parameter is missing or wrong."},
         503: {
@@ -129,6 +134,7 @@ async def post_stream(request: Request) -> Response:
         request.app.state,
         request.headers,
         request_target(request.scope),
+        request.client.host if request.client else None,
         request.query_params.multi_items(),
         _request_body(request),
     )
@@ -144,6 +150,7 @@ async def answer_post(
     state,
     headers: Mapping[str, str],
     target: bytes,
+    client: str | None,
     query: Iterable[tuple[str, str]] | bytes,
     chunks: AsyncIterable[bytes],
 ) -> Answer:
@@ -151,7 +158,7 @@ async def answer_post(
     exception that escapes (as a 500)."""
     status = 500  # unless an answer is made: what an exception that escapes turns into
     try:
-        answer = await _answer(state, headers, target, query, chunks)
+        answer = await _answer(state, headers, target, client, query, chunks)
         status = answer.status
         return answer
     finally:
@@ -162,13 +169,14 @@ async def _answer(
     state,
     headers: Mapping[str, str],
     target: bytes,
+    client: str | None,
     query: Iterable[tuple[str, str]] | bytes,
     chunks: AsyncIterable[bytes],
 ) -> Answer:
     """Authenticate, read the parameters, admit the post, ingest it."""
     try:
-        gateway = ingest_caller(state, headers, target)
-    except HTTPException as exc:  # 401: answered as FastAPI's handler answers it
+        gateway = ingest_caller(state, headers, target, client)
+    except HTTPException as exc:  # 401 or 429: answered as FastAPI's handler answers it
         return problem(exc.status_code, exc.detail, exc.headers)
     encoding = headers.get("content-encoding", "").strip().lower()
     if encoding not in ("", "identity"):
@@ -228,7 +236,12 @@ async def serve_post(state, scope, receive, send) -> None:
     FastAPI's ServerErrorMiddleware does."""
     try:
         answer = await answer_post(
-            state, Headers(scope=scope), request_target(scope), scope["query_string"], _body(receive)
+            state,
+            Headers(scope=scope),
+            request_target(scope),
+            scope["client"][0] if scope.get("client") else None,
+            scope["query_string"],
+            _body(receive),
         )
     except Exception:
         await PlainTextResponse("Internal Server Error", 500)(scope, receive, send)
