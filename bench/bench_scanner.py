@@ -426,6 +426,32 @@ def report_targets(results: dict) -> None:
     print(f"  every generated stream judged complete: {'yes' if not doubted else f'NO {doubted}'}")
 
 
+def report_truth() -> None:
+    """The two figures every failure rule is held to, on both twins: finished turns of every
+    shape judged anything but complete (false alarms, tests/fastsse/healthy.py), and those
+    turns cut at an event boundary judged complete (misses)."""
+    from fastsse import _scanner_py
+    from tests.fastsse.healthy import STREAMS, cuts
+
+    twins = {"python": _scanner_py}
+    try:
+        from fastsse import _scanner
+
+        twins["cython"] = _scanner
+    except ImportError:
+        pass
+    print()
+    print(f"Truth ({len(STREAMS)} finished turns: text, tool calls, audio, images, approvals, compaction, ...)")
+    for name, twin in twins.items():
+        alarms = [s.id for s in STREAMS if twin.scan(s.data, s.protocol).category != "complete"]
+        prefixes = [(s, prefix) for s in STREAMS for prefix in cuts(s)]
+        misses = [s.id for s, prefix in prefixes if twin.scan(prefix, s.protocol).complete]
+        print(
+            f"  {name:<7} false alarms: {len(alarms)} of {len(STREAMS)}{' ' + str(alarms) if alarms else ''}; "
+            f"misses: {len(misses)} of {len(prefixes)} cut turns{' ' + str(sorted(set(misses))) if misses else ''}"
+        )
+
+
 def bench_memory(total_mib: int) -> None:
     """Runs long_line_memory.py in a fresh interpreter that imports only fastsse, so neither
     the corpus nor the baselines' imports hide or inflate the peak."""
@@ -508,6 +534,7 @@ def main(argv=None) -> None:
         streams = build_corpus(protocol, int(args.size_mb * MB), args.seed)
         results[protocol] = bench_protocol(protocol, streams, args.repeat)
     report_targets(results)
+    report_truth()
     if args.memory_mib:
         bench_memory(args.memory_mib)
 

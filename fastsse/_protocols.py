@@ -59,10 +59,18 @@ A_STATUS = 38  # Responses response.status (read on terminal events only)
 A_STOP_DETAIL = 39  # Anthropic delta.stop_details.type
 A_NATIVE_FINISH = 40  # OpenRouter choices[].native_finish_reason: the upstream's own word
 A_FUNCTION_CALL = 41  # legacy OpenAI delta.function_call: one tool call fragment per choice
+A_OUTPUT = 42  # output that is not text (audio, an image, a file, code run): counts when non-empty
+A_REASONING_TOKENS = 43  # usage's count of reasoning tokens: above 0, the model reasoned unseen
+A_ITEM = 44  # one whole output item (Responses) or content block (Anthropic's message_start)
+A_ITEM_TEXT = 45  # an item's text: non-empty counts (when the item's kind carries text)
+A_ITEM_REFUSAL = 46  # an item's refusal text: non-empty counts
+A_OUTPUT_INDEX = 47  # Responses output_index: which item an argument delta belongs to
+A_AUDIO_END = 48  # chat delta.audio.expires_at: an audio answer's last chunk (see AUDIO_END_FINISH)
 
 # Actions whose string value is captured whole (unescaped) for a JSON validator; every other
 # captured string keeps at most CAPTURE_BYTES bytes: they are enum values, never payload.
-FULL_CAPTURE_ACTIONS = frozenset({A_TOOL_ARGS, A_DELTA_JSON, A_ARGS})
+# (A Responses "delta" is captured whole: it may be a function call's argument fragment.)
+FULL_CAPTURE_ACTIONS = frozenset({A_TOOL_ARGS, A_DELTA_JSON, A_ARGS, A_DELTA})
 # Actions whose string value is captured (bounded); the rest only note "non-empty".
 SHORT_CAPTURE_ACTIONS = frozenset(
     {
@@ -125,12 +133,34 @@ JSON_PATHS = (
     ("choices[].delta.function_call", A_FUNCTION_CALL),
     ("choices[].delta.function_call.name", A_TOOL_ID),
     ("choices[].delta.function_call.arguments", A_TOOL_ARGS),
+    # audio output (gpt-4o-audio: modalities ["text", "audio"]): the audio and its transcript
+    # stream in delta.audio while content stays null
+    ("choices[].delta.audio.data", A_OUTPUT),
+    ("choices[].delta.audio.transcript", A_OUTPUT),
+    ("choices[].delta.audio.expires_at", A_AUDIO_END),
+    # images from image models behind gateways (OpenRouter, Vercel AI Gateway)
+    ("choices[].delta.images[].image_url.url", A_OUTPUT),
+    # Groq: "why a stream was stopped early", inside an ordinary chunk
+    ("x_groq.error", A_ERROR),
+    ("usage.completion_tokens_details.reasoning_tokens", A_REASONING_TOKENS),
     # responses (OpenAI Responses)
     ("code", A_FLAT_CODE),
     ("sequence_number", A_SEQ),
     ("delta", A_DELTA),
     ("arguments", A_ARGS),
+    ("output_index", A_OUTPUT_INDEX),
+    # whole output items: one in output_item.added/done, every one in a terminal response
+    ("item", A_ITEM),
     ("item.type", A_ITEM_TYPE),
+    ("item.content[].text", A_ITEM_TEXT),
+    ("item.content[].refusal", A_ITEM_REFUSAL),
+    ("item.arguments", A_ARGS),
+    ("response.output[]", A_ITEM),
+    ("response.output[].type", A_ITEM_TYPE),
+    ("response.output[].content[].text", A_ITEM_TEXT),
+    ("response.output[].content[].refusal", A_ITEM_REFUSAL),
+    ("response.output[].arguments", A_ARGS),
+    ("response.usage.output_tokens_details.reasoning_tokens", A_REASONING_TOKENS),
     ("response.model", A_MODEL),
     ("response.error", A_ERROR),
     ("response.error.code", A_ERR_CODE),
@@ -139,6 +169,12 @@ JSON_PATHS = (
     # anthropic (Messages)
     ("index", A_BLOCK_INDEX),
     ("message.model", A_MODEL),
+    # a message_start whose message is already whole (programmatic tool calling): its content
+    # blocks and stop_reason, with no content_block or message_delta events after it
+    ("message.stop_reason", A_STOP_REASON),
+    ("message.content[]", A_ITEM),
+    ("message.content[].type", A_ITEM_TYPE),
+    ("message.content[].text", A_ITEM_TEXT),
     ("content_block.type", A_BLOCK_TYPE),
     ("delta.text", A_DELTA_TEXT),
     ("delta.thinking", A_DELTA_THINKING),
@@ -158,6 +194,12 @@ JSON_PATHS = (
     ("candidates[].content.parts[].text", A_PART_TEXT),
     ("candidates[].content.parts[].thought", A_PART_THOUGHT),
     ("candidates[].content.parts[].functionCall.name", A_PART_TOOL),  # not partialArgs
+    # output that is not text: images and audio (inlineData), files, code the model ran
+    ("candidates[].content.parts[].inlineData.data", A_OUTPUT),
+    ("candidates[].content.parts[].fileData.fileUri", A_OUTPUT),
+    ("candidates[].content.parts[].executableCode.code", A_OUTPUT),
+    ("candidates[].content.parts[].codeExecutionResult.output", A_OUTPUT),
+    ("usageMetadata.thoughtsTokenCount", A_REASONING_TOKENS),
 )
 
 
@@ -216,6 +258,9 @@ K_BLOCK_DELTA = 11
 K_MESSAGE_DELTA = 12  # Anthropic message_delta (carries stop_reason)
 K_MESSAGE_STOP = 13  # Anthropic terminal
 K_START = 14  # first event of a message/response
+K_ITEM_DONE = 15  # Responses: an output item is whole (its argument deltas are over)
+K_ARGS_DELTA = 16  # Responses: a fragment of a call's JSON arguments
+K_OUTPUT = 17  # Responses: output that is not text (audio, a partial image)
 
 EVENT_KINDS = {
     "responses": {
@@ -227,7 +272,14 @@ EVENT_KINDS = {
         "response.reasoning_summary_text.delta": K_REASONING_DELTA,
         "response.reasoning_text.delta": K_REASONING_DELTA,
         "response.output_item.added": K_ITEM_ADDED,
+        "response.output_item.done": K_ITEM_DONE,
+        "response.function_call_arguments.delta": K_ARGS_DELTA,
         "response.function_call_arguments.done": K_ARGS_DONE,
+        "response.mcp_call_arguments.delta": K_ARGS_DELTA,
+        "response.mcp_call_arguments.done": K_ARGS_DONE,
+        "response.audio.delta": K_OUTPUT,
+        "response.audio.transcript.delta": K_OUTPUT,
+        "response.image_generation_call.partial_image": K_OUTPUT,
         "response.completed": K_COMPLETED,
         "response.incomplete": K_INCOMPLETE,
         "response.failed": K_FAILED,
@@ -256,14 +308,150 @@ RESPONSES_NAME_STATUSES = frozenset({RESPONSES_COMPLETED, RESPONSES_STATUS_INCOM
 # reported beside stop_reason "end_turn" is still a refusal).
 ANTHROPIC_STOP_DETAILS_WIN = frozenset({"refusal"})
 
-# Responses output item types that count as reasoning or as a tool call.
-RESPONSES_REASONING_ITEMS = frozenset({"reasoning"})
-RESPONSES_TOOL_ITEM_SUFFIX = "_call"  # function_call, web_search_call, mcp_call, ...
-# Anthropic content block types.
-ANTHROPIC_REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
-ANTHROPIC_TOOL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+# ---------------------------------------------------------------------------------------------
+# Output kinds: what an output item (Responses) or a content block (Anthropic) is to the user.
+OUT_NONE = 0  # bookkeeping: the user gets nothing from it alone
+OUT_TEXT = 1  # carries text: counts as text when its text is non-empty (refusal: as a refusal)
+OUT_REASONING = 2  # reasoning: not an answer
+OUT_TOOL = 3  # a tool call: the client must run it, or a hosted tool ran it
+OUT_OTHER = 4  # output that is not text: an image, an approval request, a tool's result, ...
+
+# type -> (kind, what it is, source).  docs/verdict/protocols.md shows these tables.
+RESPONSES_ITEMS = {
+    "message": (OUT_TEXT, "the answer: output_text and refusal parts", "OPY `response_output_message.py`"),
+    "reasoning": (OUT_REASONING, "reasoning summary or text, or encrypted only", "OPY `response_reasoning_item.py`"),
+    "function_call": (OUT_TOOL, "a function the client runs", "OPY `response_function_tool_call.py`"),
+    "custom_tool_call": (OUT_TOOL, "a free-form tool the client runs", "OPY `response_custom_tool_call.py`"),
+    "computer_call": (OUT_TOOL, "a computer action the client performs", "OPY `response_computer_tool_call.py`"),
+    "local_shell_call": (OUT_TOOL, "a command the client runs", "OPY `response_output_item.py` (`LocalShellCall`)"),
+    "shell_call": (
+        OUT_TOOL,
+        "shell commands, run by the client or a hosted container",
+        "OPY `response_function_shell_tool_call.py`",
+    ),
+    "apply_patch_call": (OUT_TOOL, "a file patch the client applies", "OPY `response_apply_patch_tool_call.py`"),
+    "tool_search_call": (
+        OUT_TOOL,
+        "a tool search; with execution client, the client answers it",
+        "OPY `response_tool_search_call.py`; vercel/ai `openai-client-tool-search.1.chunks.txt`",
+    ),
+    "web_search_call": (OUT_TOOL, "a hosted web search", "OPY `response_function_web_search.py`"),
+    "file_search_call": (OUT_TOOL, "a hosted file search", "OPY `response_file_search_tool_call.py`"),
+    "code_interpreter_call": (
+        OUT_TOOL,
+        "hosted Python; its outputs may hold images",
+        "OPY `response_code_interpreter_tool_call.py`",
+    ),
+    "mcp_call": (
+        OUT_TOOL,
+        "a call to a remote MCP server, run by the API",
+        "OPY `response_output_item.py` (`McpCall`)",
+    ),
+    "image_generation_call": (
+        OUT_OTHER,
+        "a generated image (result: base64)",
+        "OPY `response_output_item.py` (`ImageGenerationCall`); vercel/ai `openai-image-generation-tool.1.chunks.txt`",
+    ),
+    "mcp_approval_request": (
+        OUT_OTHER,
+        "a remote tool call waiting for the client's approval: the turn ends here",
+        "OPY `response_output_item.py` (`McpApprovalRequest`); vercel/ai `openai-mcp-tool-approval.1.chunks.txt`",
+    ),
+    "compaction": (
+        OUT_OTHER,
+        "the compacted context (encrypted), for the next request",
+        "OPY `response_compaction_item.py`; developers.openai.com/api/docs/guides/compaction",
+    ),
+    "mcp_list_tools": (
+        OUT_NONE,
+        "the tools a remote MCP server offers",
+        "OPY `response_output_item.py` (`McpListTools`)",
+    ),
+    "program": (
+        OUT_NONE,
+        "programmatic tool calling: the program, to send back",
+        "OPY `response_output_item.py` (`Program`)",
+    ),
+    "program_output": (OUT_NONE, "the program's result", "OPY `response_output_item.py` (`ProgramOutput`)"),
+    "tool_search_output": (OUT_NONE, "the tools a search loaded", "OPY `response_tool_search_output_item.py`"),
+}
+# A Responses item type missing from the table that ends so is a tool call (new hosted tools).
+RESPONSES_TOOL_ITEM_SUFFIX = "_call"
+ANTHROPIC_BLOCKS = {
+    "text": (OUT_TEXT, "answer text (text_delta, citations_delta)", "APY `types/text_block.py`"),
+    "thinking": (OUT_REASONING, "reasoning (thinking_delta, signature_delta)", "APY `types/thinking_block.py`"),
+    "redacted_thinking": (
+        OUT_REASONING,
+        "encrypted reasoning, whole in its start event",
+        "APY `types/redacted_thinking_block.py`",
+    ),
+    "tool_use": (OUT_TOOL, "a client tool call (input_json_delta)", "APY `types/tool_use_block.py`"),
+    "server_tool_use": (
+        OUT_TOOL,
+        "a server tool call (web search, code execution, ...)",
+        "APY `types/server_tool_use_block.py`",
+    ),
+    "mcp_tool_use": (OUT_TOOL, "a call to a remote MCP server (beta)", "APY `types/beta/beta_mcp_tool_use_block.py`"),
+    "web_search_tool_result": (
+        OUT_OTHER,
+        "a server tool's result, whole in its start event",
+        "APY `types/web_search_tool_result_block.py`",
+    ),
+    "web_fetch_tool_result": (OUT_OTHER, "a server tool's result", "APY `types/web_fetch_tool_result_block.py`"),
+    "code_execution_tool_result": (
+        OUT_OTHER,
+        "a server tool's result",
+        "APY `types/code_execution_tool_result_block.py`",
+    ),
+    "bash_code_execution_tool_result": (
+        OUT_OTHER,
+        "a server tool's result",
+        "APY `types/bash_code_execution_tool_result_block.py`",
+    ),
+    "text_editor_code_execution_tool_result": (
+        OUT_OTHER,
+        "a server tool's result",
+        "APY `types/text_editor_code_execution_tool_result_block.py`",
+    ),
+    "tool_search_tool_result": (OUT_OTHER, "a server tool's result", "APY `types/tool_search_tool_result_block.py`"),
+    "mcp_tool_result": (
+        OUT_OTHER,
+        "a remote MCP tool's result (beta)",
+        "APY `types/beta/beta_mcp_tool_result_block.py`",
+    ),
+    "advisor_tool_result": (
+        OUT_OTHER,
+        "the advisor tool's result (beta)",
+        "APY `types/beta/beta_advisor_tool_result_block.py`",
+    ),
+    "container_upload": (
+        OUT_OTHER,
+        "a file put in the code execution container",
+        "APY `types/container_upload_block.py`",
+    ),
+    "compaction": (
+        OUT_OTHER,
+        "the compacted context (beta; one compaction_delta); with stop_reason compaction the whole turn",
+        "APY `types/beta/beta_compaction_block.py`; platform.claude.com/docs/en/build-with-claude/compaction",
+    ),
+    "fallback": (
+        OUT_NONE,
+        "where a fallback model took over (beta): a marker, no content",
+        "APY `types/beta/beta_fallback_block.py`",
+    ),
+}
+# Every kind by type, both tables in one (the record reads items before it knows whose they
+# are): a type in both ("compaction") is the same kind in both.
+assert all(RESPONSES_ITEMS[t][0] == ANTHROPIC_BLOCKS[t][0] for t in set(RESPONSES_ITEMS) & set(ANTHROPIC_BLOCKS))
+OUTPUT_KINDS = {name: row[0] for table in (RESPONSES_ITEMS, ANTHROPIC_BLOCKS) for name, row in table.items()}
 # Anthropic blocks whose input arrives as input_json_delta and must parse at the end.
-ANTHROPIC_JSON_INPUT_BLOCKS = ANTHROPIC_TOOL_BLOCKS
+ANTHROPIC_JSON_INPUT_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+# What the whole items of an event (Responses items, Anthropic message_start content) held: bits.
+ITEM_TEXT = 1
+ITEM_REFUSAL = 2
+ITEM_REASONING = 4
+ITEM_TOOL = 8
+ITEM_OUTPUT = 16
 # auto: an event type that names its protocol.
 DETECT_TYPE_PREFIXES = (("response.", "responses"),)
 DETECT_TYPES = {
@@ -275,6 +463,9 @@ DETECT_TYPES = {
     "message_stop": "anthropic",
 }
 CHAT_OBJECT = "chat.completion.chunk"
+# A chunk whose "object" is "error" is an error (vLLM before its errors were wrapped in "error",
+# Mistral), whatever else it holds.
+ERROR_OBJECT = "error"
 DONE_SENTINEL = b"[DONE]"  # ends a chat stream; OpenRouter also appends it to Responses streams
 # Mistral content part types that are reasoning.
 REASONING_PART_TYPES = frozenset({"thinking"})
@@ -425,6 +616,12 @@ CHAT_PROVIDERS = (
     ),
 )
 
+# An OpenAI audio answer may end with no finish_reason: its last chunk is a delta.audio holding
+# expires_at and no audio or transcript (openai/openai-node PR #1991, issue #1206).  Such a
+# choice, with no finish reason of its own, finishes with this raw value (which names the field
+# that said so).
+AUDIO_END_FINISH = "expires_at"
+
 # raw value -> (normalized, outcome).  A value missing from its table is ("other", O_ABNORMAL):
 # "complete" is never assumed for a reason we do not know.
 FINISH_REASONS = {
@@ -469,6 +666,91 @@ FINISH_REASONS = {
         "IMAGE_OTHER": ("other", O_ABNORMAL),
     },
 }
+# What each value of the other protocols means, and where that is written (the docs' tables).
+# Sources: OPY openai/openai-python `src/openai/types/responses/` at e43b4224; APY
+# anthropics/anthropic-sdk-python `src/anthropic/types/` at 009b0353; GPY googleapis/python-genai
+# `google/genai/types.py` at 66807187.
+_GPY_FINISH = "GPY `FinishReason`"
+FINISH_MEANINGS = {
+    "responses": {
+        RESPONSES_COMPLETED: (
+            "response.status of a finished response (no reason field exists)",
+            "OPY `response_status.py`",
+        ),
+        "max_output_tokens": (
+            "the output token budget ran out; output may be reasoning only",
+            "OPY `response.py` (`IncompleteDetails`)",
+        ),
+        "content_filter": ("a filter stopped the response", "OPY `response.py` (`IncompleteDetails`)"),
+        "steered": (
+            "the client steered the response to an end (WebSocket mode)",
+            "docs.rs `openai-client-base` `response_incomplete_event.rs`",
+        ),
+        "failed": (
+            "response.status: the model failed (see response.error)",
+            "OPY `response_status.py`, `response_error.py`",
+        ),
+        "cancelled": (
+            "response.status: a background response was cancelled",
+            "OPY `response_status.py`; developers.openai.com/api/docs/guides/background",
+        ),
+    },
+    "anthropic": {
+        "end_turn": ("the model finished its turn", "APY `stop_reason.py`"),
+        "stop_sequence": ("a stop sequence of the request matched", "APY `stop_reason.py`"),
+        "tool_use": ("the model called a client tool and waits for its result", "APY `stop_reason.py`"),
+        "max_tokens": ("the request's max_tokens ran out", "APY `stop_reason.py`"),
+        "model_context_window_exceeded": (
+            "the output filled the model's context window",
+            "APY `stop_reason.py`; platform.claude.com handling-stop-reasons",
+        ),
+        "refusal": (
+            "safety classifiers declined; stop_details says why",
+            "APY `stop_reason.py`, `refusal_stop_details.py`",
+        ),
+        "pause_turn": (
+            "a server tool loop paused: the client sends the turn back to continue it",
+            "APY `stop_reason.py`; platform.claude.com handling-stop-reasons",
+        ),
+        "compaction": (
+            "beta, pause_after_compaction: the context was compacted and the turn paused",
+            "APY `beta/beta_stop_reason.py`; platform.claude.com compaction",
+        ),
+    },
+    "gemini": {
+        "STOP": ("natural stop, or a stop sequence; also the end of a function call", _GPY_FINISH),
+        "MAX_TOKENS": ("the maxOutputTokens budget ran out (thoughts count against it)", _GPY_FINISH),
+        "SAFETY": ("the output was flagged for safety", _GPY_FINISH),
+        "RECITATION": ("the output was flagged for recitation", _GPY_FINISH),
+        "LANGUAGE": ("the output used an unsupported language", _GPY_FINISH),
+        "BLOCKLIST": ("the output held blocklisted terms", _GPY_FINISH),
+        "PROHIBITED_CONTENT": ("the output may hold prohibited content", _GPY_FINISH),
+        "SPII": ("the output may hold sensitive personal information", _GPY_FINISH),
+        "IMAGE_SAFETY": ("a generated image was flagged for safety", _GPY_FINISH),
+        "IMAGE_PROHIBITED_CONTENT": ("a generated image may hold prohibited content", _GPY_FINISH),
+        "IMAGE_RECITATION": ("a generated image was flagged for recitation", _GPY_FINISH),
+        "MALFORMED_FUNCTION_CALL": ("the model's function call was not valid", _GPY_FINISH),
+        "UNEXPECTED_TOOL_CALL": ("the model called a tool when none was enabled", _GPY_FINISH),
+        "TOO_MANY_TOOL_CALLS": ("the model called too many tools in a row", _GPY_FINISH),
+        "OTHER": ("any other reason", _GPY_FINISH),
+        "FINISH_REASON_UNSPECIFIED": ("unset: never the value of a finished answer", _GPY_FINISH),
+        "NO_IMAGE": ("an image was asked for and none was made", _GPY_FINISH),
+        "IMAGE_OTHER": ("image generation stopped for another reason", _GPY_FINISH),
+    },
+}
+assert all(set(FINISH_MEANINGS[p]) == set(FINISH_REASONS[p]) for p in FINISH_MEANINGS)
+# Gemini's promptFeedback.blockReason values: each is the finish of an answer never begun
+# (content_filtered), whatever it says.
+GEMINI_BLOCK_REASONS = {
+    "SAFETY": "the prompt was blocked for safety",
+    "OTHER": "the prompt was blocked for another reason",
+    "BLOCKLIST": "the prompt held blocklisted terms",
+    "PROHIBITED_CONTENT": "the prompt held prohibited content",
+    "IMAGE_SAFETY": "an image of the prompt was unsafe",
+    "MODEL_ARMOR": "Model Armor blocked the prompt (Vertex)",
+    "JAILBREAK": "the prompt was judged a jailbreak attempt",
+}
+
 # Gateways forward the other protocols' values into chat streams: OpenRouter as
 # native_finish_reason ("completed" from an upstream on the Responses API, "end_turn", "STOP"),
 # older LiteLLM releases as finish_reason itself.  They mean in chat what they mean in their own
@@ -477,6 +759,7 @@ CHAT_FORWARDED_PROTOCOLS = ("responses", "anthropic", "gemini")
 FINISH_REASONS["chat"] = {
     **{raw: meaning for protocol in CHAT_FORWARDED_PROTOCOLS for raw, meaning in FINISH_REASONS[protocol].items()},
     **CHAT_FINISH_REASONS,
+    AUDIO_END_FINISH: ("stop", O_OK),
 }
 assert all(
     FINISH_REASONS["chat"][raw] == meaning

@@ -8,7 +8,7 @@ twin's ``_record_py`` holds the same rules.  Declarations and ``cdef inline`` fu
 """
 
 from libc.stdint cimport int64_t
-from libc.string cimport memset
+from libc.string cimport memcmp, memset
 
 from ._cbytes cimport (MAX_CHOICES, MAX_TOOL_CALLS, Buf, Str, StrTable, array_reserve,
                        str_clear, strtable_fill, strtable_get_str)
@@ -60,6 +60,25 @@ cdef enum Action:
     A_STOP_DETAIL = 39
     A_NATIVE_FINISH = 40
     A_FUNCTION_CALL = 41
+    A_OUTPUT = 42
+    A_REASONING_TOKENS = 43
+    A_ITEM = 44
+    A_ITEM_TEXT = 45
+    A_ITEM_REFUSAL = 46
+    A_OUTPUT_INDEX = 47
+    A_AUDIO_END = 48
+
+cdef enum:  # what an item or block is (_protocols.OUT_*), and what whole items held (ITEM_*)
+    OUT_NONE = 0
+    OUT_TEXT = 1
+    OUT_REASONING = 2
+    OUT_TOOL = 3
+    OUT_OTHER = 4
+    ITEM_TEXT = 1
+    ITEM_REFUSAL = 2
+    ITEM_REASONING = 4
+    ITEM_TOOL = 8
+    ITEM_OUTPUT = 16
 
 cdef enum ValueKind:  # what kind of scalar the JSON readers report
     V_STRING = 0
@@ -80,17 +99,21 @@ cdef enum:  # HoleRole: what a replayed event's string value counts (A_TEXT.. in
 # The record's own tables, filled from _protocols at import (record_tables_init).
 cdef extern from *:
     """
-    static FastsseStrTable fastsse_reasoning_parts, fastsse_native_rank;
+    static FastsseStrTable fastsse_reasoning_parts, fastsse_native_rank, fastsse_output_kinds;
     static int fastsse_unknown_rank;
     """
     StrTable _reasoning_parts "fastsse_reasoning_parts"  # REASONING_PART_TYPES
     StrTable _native_rank "fastsse_native_rank"  # NATIVE_FINISH_RANK
+    StrTable _output_kinds "fastsse_output_kinds"  # OUTPUT_KINDS
     int _unknown_rank "fastsse_unknown_rank"  # the rank of a finish reason it does not list
 
 cdef inline int record_tables_init(object protocols, list keep) except -1:
     global _unknown_rank
     strtable_fill(&_reasoning_parts, {k: 1 for k in protocols.REASONING_PART_TYPES}, keep)
     strtable_fill(&_native_rank, dict(protocols.NATIVE_FINISH_RANK), keep)
+    strtable_fill(&_output_kinds, dict(protocols.OUTPUT_KINDS), keep)
+    if protocols.RESPONSES_TOOL_ITEM_SUFFIX != "_call" or protocols.ERROR_OBJECT != "error":
+        raise ImportError("fastsse._scanner is stale: RESPONSES_TOOL_ITEM_SUFFIX or ERROR_OBJECT changed")
     _unknown_rank = protocols.OUTCOME_RANK[protocols.UNKNOWN_FINISH[1]]
     return 0
 
@@ -99,7 +122,8 @@ ctypedef struct Choice:
     int64_t index  # -1: not sent
     Str finish
     Str native  # OpenRouter's native_finish_reason
-    int text, reasoning, refusal, tool
+    int text, reasoning, refusal, tool, output
+    bint audio_end  # delta.audio said when it expires
     int tool_start, tool_count  # slice of Record.tools
 
 ctypedef struct Tool:
@@ -110,7 +134,10 @@ ctypedef struct Tool:
 
 ctypedef struct Part:
     Str type
-    bint text, thought, tool
+    bint text, thought, tool, output
+
+ctypedef struct Slice:  # of Record.captured
+    Py_ssize_t off, len
 
 ctypedef struct Record:
     Str type, object, model, err_code, err_type, err_status, flat_code
@@ -128,7 +155,13 @@ ctypedef struct Record:
     int n_tools, cap_tools
     bint out_of_memory  # a table could not grow (record_end cannot raise): the caller raises
     Buf captured  # whole strings captured for JSON validation
-    Py_ssize_t delta_json_off, delta_json_len, args_off, args_len
+    Py_ssize_t delta_json_off, delta_json_len, delta_off, delta_len
+    Slice* args  # every whole "arguments" string of the event
+    int n_args, cap_args
+    int64_t output_index  # -1: not sent
+    bint reasoning_tokens  # usage counted reasoning tokens
+    bint in_item, item_text, item_refusal  # the item being read
+    int items  # what the event's whole items held: ITEM_* bits
     # json_whole's string values whose bytes do not change what is recorded, except whether
     # they are empty: offsets from the start of the JSON (see _caches.pxd, "Replaying")
     int n_holes
@@ -149,6 +182,31 @@ cdef inline void worse_finish(Choice* choice) noexcept:
     if native < (finish if finish >= 0 else _unknown_rank):
         choice.finish = choice.native
 
+cdef inline int output_kind(const Str* item_type) noexcept:
+    """What an item or block of this type is (_record_py.output_kind)."""
+    cdef int kind
+    if item_type.len < 0:
+        return OUT_NONE
+    kind = strtable_get_str(&_output_kinds, item_type)
+    if kind >= 0:
+        return kind
+    if item_type.len >= 5 and memcmp(item_type.s + item_type.len - 5, b"_call", 5) == 0:
+        return OUT_TOOL
+    return OUT_NONE
+
+cdef inline int item_bits(const Str* item_type, bint text, bint refusal) noexcept:
+    """What one whole item held, as ITEM_* bits (_record_py.item_bits)."""
+    cdef int kind = output_kind(item_type)
+    if kind == OUT_TEXT:
+        return (ITEM_TEXT if text else 0) | (ITEM_REFUSAL if refusal else 0)
+    if kind == OUT_REASONING:
+        return ITEM_REASONING
+    if kind == OUT_TOOL:
+        return ITEM_TOOL
+    if kind == OUT_OTHER:
+        return ITEM_OUTPUT
+    return 0
+
 cdef inline void record_reset(Record* r) noexcept:
     str_clear(&r.type); str_clear(&r.object); str_clear(&r.model); str_clear(&r.err_code)
     str_clear(&r.err_type); str_clear(&r.err_status); str_clear(&r.flat_code)
@@ -162,8 +220,12 @@ cdef inline void record_reset(Record* r) noexcept:
     r.in_choice = r.in_part = r.in_tool = False
     r.n_tools = 0
     r.captured.len = 0
-    r.delta_json_len = r.args_len = -1
-    r.delta_json_off = r.args_off = 0
+    r.delta_json_len = r.delta_len = -1
+    r.delta_json_off = r.delta_off = 0
+    r.n_args = 0
+    r.output_index = -1
+    r.reasoning_tokens = r.in_item = r.item_text = r.item_refusal = False
+    r.items = 0
     r.n_holes = 0
     r.opaque = False
 
@@ -176,6 +238,10 @@ cdef inline void record_begin(Record* r, int action, bint is_object) noexcept:
         r.gemini = True
     elif not is_object:
         return
+    elif action == A_ITEM:
+        r.in_item = True
+        r.item_type.len = -1
+        r.item_text = r.item_refusal = False
     elif action == A_CHOICE:
         r.in_choice = True
         memset(&r.choice, 0, sizeof(Choice))
@@ -188,7 +254,7 @@ cdef inline void record_begin(Record* r, int action, bint is_object) noexcept:
         if r.in_choice:
             r.in_part = True
             r.part.type.len = -1
-            r.part.text = r.part.thought = r.part.tool = False
+            r.part.text = r.part.thought = r.part.tool = r.part.output = False
     elif action == A_TOOL or action == A_FUNCTION_CALL:
         if r.in_choice:
             r.in_tool = True
@@ -201,7 +267,11 @@ cdef inline void record_begin(Record* r, int action, bint is_object) noexcept:
 cdef inline void record_end(Record* r, int action, bint is_object) noexcept:
     if not is_object:
         return
-    if action == A_CHOICE:
+    if action == A_ITEM:
+        if r.in_item:
+            r.items |= item_bits(&r.item_type, r.item_text, r.item_refusal)
+        r.in_item = False
+    elif action == A_CHOICE:
         if r.choice.native.len >= 0 and r.choice.finish.len >= 0:
             worse_finish(&r.choice)
         if r.n_choices >= MAX_CHOICES:
@@ -220,6 +290,8 @@ cdef inline void record_end(Record* r, int action, bint is_object) noexcept:
                 r.choice.tool += 1
             elif r.part.text:
                 r.choice.text += 1
+            elif r.part.output:
+                r.choice.output += 1
         r.in_part = False
     elif action == A_TOOL or action == A_FUNCTION_CALL:
         if r.in_tool and r.in_choice:
@@ -255,6 +327,13 @@ cdef inline void record_scalar(Record* r, int action, int kind, const Str* value
                 r.tool.index = number
         elif action == A_BLOCK_INDEX:
             r.block_index = number
+        elif action == A_OUTPUT_INDEX:
+            r.output_index = number
+        elif action == A_AUDIO_END:
+            if r.in_choice:
+                r.choice.audio_end = True
+        elif action == A_REASONING_TOKENS:
+            r.reasoning_tokens = r.reasoning_tokens or number > 0
         elif action == A_ERR_CODE or action == A_FLAT_CODE:
             # the number's decimal text, as the Python twin's str(int)
             code.len = 0
@@ -283,6 +362,8 @@ cdef inline void record_scalar(Record* r, int action, int kind, const Str* value
         r.type = value[0]
     elif action == A_OBJECT:
         r.object = value[0]
+        if value.len == 5 and memcmp(value.s, b"error", 5) == 0:  # _protocols.ERROR_OBJECT
+            r.error = True
     elif action == A_MODEL:
         if value.len > 0:
             r.model = value[0]
@@ -336,6 +417,8 @@ cdef inline void record_scalar(Record* r, int action, int kind, const Str* value
         r.status = value[0]
     elif action == A_DELTA:
         r.delta = r.delta or nonempty
+        r.delta_off = cap_off
+        r.delta_len = cap_len
     elif action == A_DELTA_TEXT:
         r.delta_text = r.delta_text or nonempty
     elif action == A_DELTA_THINKING:
@@ -352,5 +435,21 @@ cdef inline void record_scalar(Record* r, int action, int kind, const Str* value
     elif action == A_ITEM_TYPE:
         r.item_type = value[0]
     elif action == A_ARGS:
-        r.args_off = cap_off
-        r.args_len = cap_len
+        if array_reserve(<void**>&r.args, &r.cap_args, r.n_args, sizeof(Slice)) < 0:
+            r.out_of_memory = True
+        else:
+            r.args[r.n_args].off = cap_off
+            r.args[r.n_args].len = cap_len
+            r.n_args += 1
+    elif action == A_OUTPUT:
+        if nonempty:
+            if r.in_part:
+                r.part.output = True
+            elif r.in_choice:
+                r.choice.output += 1
+    elif action == A_ITEM_TEXT:
+        if nonempty and r.in_item:
+            r.item_text = True
+    elif action == A_ITEM_REFUSAL:
+        if nonempty and r.in_item:
+            r.item_refusal = True

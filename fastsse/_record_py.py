@@ -34,15 +34,44 @@ def worse_finish(finish: bytes, native: bytes) -> bytes:
     return finish
 
 
+_OUTPUT_KINDS = {name.encode(): kind for name, kind in d.OUTPUT_KINDS.items()}
+_TOOL_SUFFIX = d.RESPONSES_TOOL_ITEM_SUFFIX.encode()
+
+
+def output_kind(item_type: bytes | None) -> int:
+    """What an item or block of this type is (_protocols.OUTPUT_KINDS); an unknown "*_call"
+    is a tool call, any other unknown type nothing."""
+    if item_type is None:
+        return d.OUT_NONE
+    kind = _OUTPUT_KINDS.get(item_type)
+    if kind is None:
+        return d.OUT_TOOL if item_type.endswith(_TOOL_SUFFIX) else d.OUT_NONE
+    return kind
+
+
+def item_bits(item_type: bytes | None, text: bool, refusal: bool) -> int:
+    """What one whole item held, as _protocols.ITEM_* bits."""
+    kind = output_kind(item_type)
+    if kind == d.OUT_TEXT:
+        return (d.ITEM_TEXT if text else 0) | (d.ITEM_REFUSAL if refusal else 0)
+    return _KIND_BITS[kind]
+
+
+_KIND_BITS = {d.OUT_NONE: 0, d.OUT_REASONING: d.ITEM_REASONING, d.OUT_TOOL: d.ITEM_TOOL, d.OUT_OTHER: d.ITEM_OUTPUT}
+
+
 class Choice:
-    __slots__ = ("ordinal", "index", "finish", "native", "text", "reasoning", "refusal", "tool", "tools")
+    __slots__ = (
+        "ordinal", "index", "finish", "native", "text", "reasoning", "refusal", "tool", "output", "audio_end", "tools",
+    )  # fmt: skip
 
     def __init__(self, ordinal: int) -> None:
         self.ordinal = ordinal
         self.index: int | None = None
         self.finish: bytes | None = None
         self.native: bytes | None = None
-        self.text = self.reasoning = self.refusal = self.tool = 0
+        self.text = self.reasoning = self.refusal = self.tool = self.output = 0
+        self.audio_end = False  # delta.audio said when it expires
         self.tools: list[ToolFragment] = []
 
 
@@ -57,11 +86,11 @@ class ToolFragment:
 
 
 class Part:
-    __slots__ = ("type", "text", "thought", "tool")
+    __slots__ = ("type", "text", "thought", "tool", "output")
 
     def __init__(self) -> None:
         self.type: bytes | None = None
-        self.text = self.thought = self.tool = False
+        self.text = self.thought = self.tool = self.output = False
 
 
 class EventRecord:
@@ -73,7 +102,8 @@ class EventRecord:
         "tool_fragments",
         "block_reason", "incomplete_reason", "status", "delta", "delta_text",
         "delta_thinking", "delta_json", "stop_reason", "stop_detail", "block_index",
-        "block_type", "item_type", "args",
+        "block_type", "item_type", "args", "delta_bytes", "output_index", "reasoning_tokens",
+        "in_item", "item_text", "item_refusal", "items",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -103,7 +133,12 @@ class EventRecord:
         self.block_index: int | None = None
         self.block_type: bytes | None = None
         self.item_type: bytes | None = None
-        self.args: bytes | None = None
+        self.args: list[bytes] = []  # every whole "arguments" string of the event
+        self.delta_bytes: bytes | None = None  # a Responses delta, whole
+        self.output_index: int | None = None
+        self.reasoning_tokens = False  # usage counted reasoning tokens
+        self.in_item = self.item_text = self.item_refusal = False  # the item being read
+        self.items = 0  # what the event's whole items held: _protocols.ITEM_* bits
 
     # The automaton calls these three as it meets fields that JSON_TREE names.
     def begin(self, action: int, is_object: bool) -> None:
@@ -115,6 +150,10 @@ class EventRecord:
             self.gemini = True
         elif not is_object:
             return
+        elif action == d.A_ITEM:
+            self.in_item = True
+            self.item_type = None
+            self.item_text = self.item_refusal = False
         elif action == d.A_CHOICE:
             self.choice = Choice(len(self.choices))
         elif action == d.A_PART:
@@ -129,7 +168,11 @@ class EventRecord:
     def end(self, action: int, is_object: bool) -> None:
         if not is_object:
             return
-        if action == d.A_CHOICE:
+        if action == d.A_ITEM:
+            if self.in_item:
+                self.items |= item_bits(self.item_type, self.item_text, self.item_refusal)
+            self.in_item = False
+        elif action == d.A_CHOICE:
             choice = self.choice
             assert choice is not None  # begin() made it
             if choice.native is not None and choice.finish is not None:
@@ -148,6 +191,8 @@ class EventRecord:
                     choice.tool += 1
                 elif part.text:
                     choice.text += 1
+                elif part.output:
+                    choice.output += 1
             self.part = None
         elif action == d.A_TOOL or action == d.A_FUNCTION_CALL:
             if self.tool is not None and self.choice is not None:
@@ -204,6 +249,15 @@ def _flag(name: str) -> Rule:
 
 def _error(record: EventRecord, value: Value, nonempty: bool) -> None:
     record.error = True  # an "error" that is anything but null or false
+
+
+_ERROR_OBJECT = d.ERROR_OBJECT.encode()
+
+
+def _object(record: EventRecord, value: Value, nonempty: bool) -> None:
+    record.object = cast(bytes, value)  # a string rule: bytes
+    if value == _ERROR_OBJECT:
+        record.error = True
 
 
 def _choice_named(name: str) -> Rule:
@@ -282,6 +336,43 @@ def _number_text(name: str) -> Rule:
     return rule
 
 
+def _output(record: EventRecord, value: Value, nonempty: bool) -> None:
+    """Output that is not text, in a part (Gemini) or a choice (chat): counted when not empty."""
+    if not nonempty:
+        return
+    if record.part is not None:
+        record.part.output = True
+    elif record.choice is not None:
+        record.choice.output += 1
+
+
+def _item_flag(name: str) -> Rule:
+    def rule(record: EventRecord, value: Value, nonempty: bool) -> None:
+        if nonempty and record.in_item:
+            setattr(record, name, True)
+
+    return rule
+
+
+def _args(record: EventRecord, value: Value, nonempty: bool) -> None:
+    record.args.append(cast(bytes, value))  # a string rule: bytes
+
+
+def _delta(record: EventRecord, value: Value, nonempty: bool) -> None:
+    record.delta = record.delta or nonempty
+    record.delta_bytes = cast(bytes, value)
+
+
+def _audio_end(record: EventRecord, value: Value, nonempty: bool) -> None:
+    if record.choice is not None:
+        record.choice.audio_end = True
+
+
+def _reasoning_tokens(record: EventRecord, value: Value, nonempty: bool) -> None:
+    if cast(int, value) > 0:
+        record.reasoning_tokens = True
+
+
 def _part_thought(record: EventRecord, value: Value, nonempty: bool) -> None:
     if record.part is not None:
         record.part.thought = True
@@ -290,7 +381,7 @@ def _part_thought(record: EventRecord, value: Value, nonempty: bool) -> None:
 _ON_STRING: dict[int, Rule] = {
     d.A_ERROR: _error,
     d.A_TYPE: _field("type"),
-    d.A_OBJECT: _field("object"),
+    d.A_OBJECT: _object,
     d.A_MODEL: _named("model"),
     d.A_ERR_CODE: _field("err_code"),
     d.A_ERR_TYPE: _field("err_type"),
@@ -309,7 +400,7 @@ _ON_STRING: dict[int, Rule] = {
     d.A_BLOCK_REASON: _field("block_reason"),
     d.A_INCOMPLETE_REASON: _field("incomplete_reason"),
     d.A_STATUS: _field("status"),
-    d.A_DELTA: _flag("delta"),
+    d.A_DELTA: _delta,
     d.A_DELTA_TEXT: _flag("delta_text"),
     d.A_DELTA_THINKING: _flag("delta_thinking"),
     d.A_DELTA_JSON: _field("delta_json"),
@@ -317,7 +408,10 @@ _ON_STRING: dict[int, Rule] = {
     d.A_STOP_DETAIL: _field("stop_detail"),
     d.A_BLOCK_TYPE: _field("block_type"),
     d.A_ITEM_TYPE: _field("item_type"),
-    d.A_ARGS: _field("args"),
+    d.A_ARGS: _args,
+    d.A_OUTPUT: _output,
+    d.A_ITEM_TEXT: _item_flag("item_text"),
+    d.A_ITEM_REFUSAL: _item_flag("item_refusal"),
 }
 _ON_NUMBER: dict[int, Rule] = {
     d.A_ERROR: _error,
@@ -327,6 +421,9 @@ _ON_NUMBER: dict[int, Rule] = {
     d.A_BLOCK_INDEX: _number(_field("block_index")),
     d.A_ERR_CODE: _number(_number_text("err_code")),
     d.A_FLAT_CODE: _number(_number_text("flat_code")),
+    d.A_OUTPUT_INDEX: _number(_field("output_index")),
+    d.A_REASONING_TOKENS: _number(_reasoning_tokens),
+    d.A_AUDIO_END: _number(_audio_end),
 }
 _ON_TRUE: dict[int, Rule] = {d.A_ERROR: _error, d.A_PART_THOUGHT: _part_thought}
 _RULES: dict[int, dict[int, Rule]] = {

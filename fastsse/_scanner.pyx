@@ -76,6 +76,9 @@ cdef enum Kind:  # what a Responses or Anthropic event is, by its name (_protoco
     K_MESSAGE_DELTA = 12
     K_MESSAGE_STOP = 13
     K_START = 14
+    K_ITEM_DONE = 15
+    K_ARGS_DELTA = 16
+    K_OUTPUT = 17
 
 cdef enum Protocol:
     D_NONE = 0
@@ -108,12 +111,20 @@ cdef dict _C_CONSTANTS = {
     "A_ITEM_TYPE": A_ITEM_TYPE, "A_ARGS": A_ARGS, "A_GEMINI": A_GEMINI, "A_STATUS": A_STATUS,
     "A_STOP_DETAIL": A_STOP_DETAIL, "A_NATIVE_FINISH": A_NATIVE_FINISH,
     "A_FUNCTION_CALL": A_FUNCTION_CALL, "LEGACY_CALL_INDEX": LEGACY_CALL_INDEX,
+    "A_OUTPUT": A_OUTPUT, "A_REASONING_TOKENS": A_REASONING_TOKENS, "A_ITEM": A_ITEM,
+    "A_ITEM_TEXT": A_ITEM_TEXT, "A_ITEM_REFUSAL": A_ITEM_REFUSAL, "A_OUTPUT_INDEX": A_OUTPUT_INDEX,
+    "A_AUDIO_END": A_AUDIO_END,
+    "OUT_NONE": OUT_NONE, "OUT_TEXT": OUT_TEXT, "OUT_REASONING": OUT_REASONING,
+    "OUT_TOOL": OUT_TOOL, "OUT_OTHER": OUT_OTHER, "ITEM_TEXT": ITEM_TEXT,
+    "ITEM_REFUSAL": ITEM_REFUSAL, "ITEM_REASONING": ITEM_REASONING, "ITEM_TOOL": ITEM_TOOL,
+    "ITEM_OUTPUT": ITEM_OUTPUT,
     "K_OTHER": K_OTHER, "K_TEXT_DELTA": K_TEXT_DELTA, "K_REFUSAL_DELTA": K_REFUSAL_DELTA,
     "K_REASONING_DELTA": K_REASONING_DELTA, "K_ITEM_ADDED": K_ITEM_ADDED,
     "K_ARGS_DONE": K_ARGS_DONE, "K_COMPLETED": K_COMPLETED, "K_INCOMPLETE": K_INCOMPLETE,
     "K_FAILED": K_FAILED, "K_ERROR": K_ERROR, "K_BLOCK_START": K_BLOCK_START,
     "K_BLOCK_DELTA": K_BLOCK_DELTA, "K_MESSAGE_DELTA": K_MESSAGE_DELTA,
-    "K_MESSAGE_STOP": K_MESSAGE_STOP, "K_START": K_START,
+    "K_MESSAGE_STOP": K_MESSAGE_STOP, "K_START": K_START, "K_ITEM_DONE": K_ITEM_DONE,
+    "K_ARGS_DELTA": K_ARGS_DELTA, "K_OUTPUT": K_OUTPUT,
 }
 for _name, _value in _C_CONSTANTS.items():
     _shared = getattr(d, _name, None)
@@ -122,6 +133,12 @@ for _name, _value in _C_CONSTANTS.items():
     if _shared != _value:
         raise ImportError(f"fastsse._scanner is stale: {_name} is {_value}, shared code says {_shared}")
 
+# Every action the shared code defines has its compiled copy.
+_missing = {name for name in dir(d) if name.startswith(("A_", "K_", "OUT_", "ITEM_")) and name.isupper()}
+_missing -= set(_C_CONSTANTS)
+if _missing:
+    raise ImportError(f"fastsse._scanner is stale: no compiled copy of {sorted(_missing)}")
+
 # The per-action tables hold 64 actions.
 if max(_C_CONSTANTS[name] for name in _C_CONSTANTS if name.startswith("A_")) >= 64:
     raise ImportError("fastsse._scanner is stale: an action past 63 needs larger tables")
@@ -129,7 +146,8 @@ if max(_C_CONSTANTS[name] for name in _C_CONSTANTS if name.startswith("A_")) >= 
 # close() passes _verdict._judge its arguments positionally, in this order.
 _JUDGE_PARAMETERS = ("protocol", "transport", "limit", "errors", "error_code", "end_marker",
                      "no_events", "residual", "malformed", "sequence_gap", "finishes", "blocked",
-                     "text", "reasoning", "refusal", "tool_calls", "tool_malformed")
+                     "text", "reasoning", "refusal", "tool_calls", "tool_malformed", "output",
+                     "hidden_reasoning")
 if tuple(_inspect.signature(_judge).parameters) != _JUDGE_PARAMETERS:
     raise ImportError("fastsse._scanner is stale: _verdict._judge's parameters changed; update close()")
 if _verdict._CACHED_FINISHES != MEMO_FINISHES:
@@ -146,21 +164,18 @@ record_tables_init(d, _table_keys)
 json_tables_init(d, _table_keys)
 json_fast_tables_init(d)
 
-cdef StrTable _responses_kinds, _anthropic_kinds, _detect_types, _r_reasoning, _a_reasoning
-cdef StrTable _a_tool, _a_json_input, _r_name_statuses, _a_stop_details_win
+cdef StrTable _responses_kinds, _anthropic_kinds, _detect_types
+cdef StrTable _a_json_input, _r_name_statuses, _a_stop_details_win
 strtable_fill(&_responses_kinds, d.EVENT_KINDS["responses"], _table_keys)
 strtable_fill(&_anthropic_kinds, d.EVENT_KINDS["anthropic"], _table_keys)
 strtable_fill(&_detect_types, {k: i for i, k in enumerate(d.DETECT_TYPES)}, _table_keys)
-strtable_fill(&_r_reasoning, {k: 1 for k in d.RESPONSES_REASONING_ITEMS}, _table_keys)
-strtable_fill(&_a_reasoning, {k: 1 for k in d.ANTHROPIC_REASONING_BLOCKS}, _table_keys)
-strtable_fill(&_a_tool, {k: 1 for k in d.ANTHROPIC_TOOL_BLOCKS}, _table_keys)
 strtable_fill(&_a_json_input, {k: 1 for k in d.ANTHROPIC_JSON_INPUT_BLOCKS}, _table_keys)
 strtable_fill(&_r_name_statuses, {k: 1 for k in d.RESPONSES_NAME_STATUSES}, _table_keys)
 strtable_fill(&_a_stop_details_win, {k: 1 for k in d.ANTHROPIC_STOP_DETAILS_WIN}, _table_keys)
 cdef list _detect_type_protocols = list(d.DETECT_TYPES.values())
 cdef list _detect_prefixes = [(p.encode(), v) for p, v in d.DETECT_TYPE_PREFIXES]
-cdef bytes _r_tool_suffix = d.RESPONSES_TOOL_ITEM_SUFFIX.encode()
 cdef bytes _chat_object = d.CHAT_OBJECT.encode()
+cdef bytes _audio_end = d.AUDIO_END_FINISH.encode()
 cdef bytes _done = d.DONE_SENTINEL
 cdef bytes _completed = d.RESPONSES_COMPLETED.encode()
 cdef bytes _r_incomplete = d.RESPONSES_STATUS_INCOMPLETE.encode()
@@ -255,7 +270,7 @@ ctypedef struct ToolCall:  # chat: one tool call being accumulated
     Str id
     Json* json
 
-ctypedef struct Block:  # anthropic: a tool block's input being accumulated
+ctypedef struct Block:  # a call's input being accumulated (anthropic: by block index; responses: by output_index)
     int64_t index
     Json* json
 
@@ -276,8 +291,13 @@ cdef class Scanner:
     cdef object limit  # None or the name of the bound passed
     # evidence
     cdef Py_ssize_t total_bytes, events, comments, errors, malformed
-    cdef Py_ssize_t text, reasoning, refusal, tool_calls
-    cdef bint end_marker, sequence_gap, tool_malformed
+    cdef Py_ssize_t text, reasoning, refusal, tool_calls, output
+    cdef bint end_marker, sequence_gap, tool_malformed, hidden_reasoning
+    cdef int items  # what whole items held (_protocols.ITEM_*)
+    # a stream that is one JSON array of events (_scanner_py.Scanner._scan_array): decided by
+    # its first byte (0: not yet, 1: array, 2: SSE); inside an element, its open containers
+    cdef int array, depth
+    cdef bint in_string, escape
     cdef Str error_code, model, blocked
     # framing (_framing.pxd)
     cdef Framing fr
@@ -334,6 +354,7 @@ cdef class Scanner:
         PyMem_Free(self.nodes)
         PyMem_Free(self.rec.choices)
         PyMem_Free(self.rec.tools)
+        PyMem_Free(self.rec.args)
         PyMem_Free(self.finishes)
         PyMem_Free(self.tools)
         PyMem_Free(self.blocks)
@@ -383,11 +404,62 @@ cdef class Scanner:
                     return
             self._scan(p, n)
 
+    cdef int _scan_array(self, Pos p, Py_ssize_t n) except -1:
+        """A JSON array of events: each top-level element is one event's data (see the twin)."""
+        cdef Py_ssize_t pos = 0, start
+        cdef unsigned char byte
+        while pos < n:
+            if not self.depth:
+                byte = p[pos]
+                pos += 1
+                if byte == b'{':
+                    self.depth = 1
+                    self.in_string = self.escape = False
+                    self.fr.data.len = 0
+                    buf_append(&self.fr.data, "{", 1)
+                elif not (byte == b' ' or byte == b'\t' or byte == b'\r' or byte == b'\n'
+                          or byte == b',' or byte == b'[' or byte == b']'):
+                    self.malformed += 1
+                continue
+            start = pos
+            while pos < n and self.depth:
+                byte = p[pos]
+                pos += 1
+                if self.in_string:
+                    if self.escape:
+                        self.escape = False
+                    elif byte == b'\\':
+                        self.escape = True
+                    elif byte == b'"':
+                        self.in_string = False
+                elif byte == b'"':
+                    self.in_string = True
+                elif byte == b'{' or byte == b'[':
+                    self.depth += 1
+                elif byte == b'}' or byte == b']':
+                    self.depth -= 1
+            buf_append(&self.fr.data, <const char*>p + start, pos - start)
+            if self.fr.data.len > self.max_event_bytes:
+                self._exceed("event")
+                return 0
+            if not self.depth:
+                buf_append(&self.fr.data, "\n", 1)  # readable past the end (json_whole)
+                self._handle_event(<Pos>"message", 7, <Pos>self.fr.data.p, self.fr.data.len - 1)
+                self.fr.data.len = 0
+                if self.limit is not None:
+                    return 0
+        return 0
+
     cdef int _scan(self, Pos p, Py_ssize_t n) except -1:
         """Read the chunk p[:n]: its lines, and the events they end."""
         cdef Py_ssize_t pos = 0, end, length, blank, value_off
         cdef bint first
         cdef LineSearch search
+        if self.array != 2:
+            if self.array == 0 and n:
+                self.array = 1 if p[0] == b'[' else 2
+            if self.array == 1:
+                return self._scan_array(p, n)
         search_init(&search)
         if self.fr.pending_cr:
             self.fr.pending_cr = False
@@ -608,7 +680,7 @@ cdef class Scanner:
         cdef Record* r = &self.rec
         cdef int i
         if (self.detected != D_CHAT or self.limit is not None or r.error or r.too_many
-                or r.n_tools > 1 or r.out_of_memory):
+                or r.n_tools > 1 or r.out_of_memory or r.reasoning_tokens or r.items or r.n_args):
             return False
         # One tool call fragment without an id continues the call it names: seen again, it
         # adds its arguments to that call.  With an id it may start a call.
@@ -617,7 +689,8 @@ cdef class Scanner:
         for i in range(r.n_choices):
             # a finish reason is state, and so are a Gemini part's calls; a choice seen before
             # is not
-            if r.choices[i].finish.len >= 0 or r.choices[i].tool:
+            if (r.choices[i].finish.len >= 0 or r.choices[i].tool or r.choices[i].output
+                    or r.choices[i].audio_end):
                 return False
         return True
 
@@ -695,10 +768,11 @@ cdef class Scanner:
         cdef Record* r = &self.rec
         cdef int i
         if (self.detected != D_CHAT or self.limit is not None or r.error or r.too_many
-                or r.opaque or r.out_of_memory or r.n_tools or r.n_choices > TEMPLATE_CHOICES):
+                or r.opaque or r.out_of_memory or r.n_tools or r.n_choices > TEMPLATE_CHOICES
+                or r.reasoning_tokens or r.items or r.n_args):
             return False
         for i in range(r.n_choices):
-            if r.choices[i].tool:
+            if r.choices[i].tool or r.choices[i].output or r.choices[i].audio_end:
                 return False
         return True
 
@@ -774,6 +848,7 @@ cdef class Scanner:
         if self.detected == D_NONE:
             self.detected = self._detect(name, name_len)
         self._note_model(&r.model)
+        self._note_whole()
         if self.detected == D_CHAT or self.detected == D_GEMINI:
             self._choices()
         elif self.detected == D_RESPONSES:
@@ -786,6 +861,30 @@ cdef class Scanner:
         """The first model an event names is the stream's."""
         if model.len >= 0 and self.model.len < 0:
             self.model = model[0]
+
+    cdef int _note_whole(self) except -1:
+        """What an event says whole, wherever it says it (_scanner_py.Scanner._note_whole)."""
+        cdef Record* r = &self.rec
+        cdef Json check
+        cdef int i
+        self.items |= r.items
+        for i in range(r.n_args):
+            json_init(&check, NULL, NULL)
+            if r.args[i].len > 0:
+                json_feed(&check, <const unsigned char*>r.captured.p + r.args[i].off, r.args[i].len)
+            self._check_args(&check)
+        if r.reasoning_tokens:
+            self.hidden_reasoning = True
+        return 0
+
+    cdef inline void _count_kind(self, int kind) noexcept:
+        """An item or block starts: count it by what it is (_protocols.OUTPUT_KINDS)."""
+        if kind == OUT_REASONING:
+            self.reasoning += 1
+        elif kind == OUT_TOOL:
+            self.tool_calls += 1
+        elif kind == OUT_OTHER:
+            self.output += 1
 
     cdef inline void _add_content(self, Py_ssize_t text, Py_ssize_t reasoning,
                                   Py_ssize_t refusal) noexcept:
@@ -866,14 +965,23 @@ cdef class Scanner:
         cdef int64_t index
         cdef int i, k
         cdef bint all_final
+        cdef Str audio_end
         for i in range(r.n_choices):
             choice = &r.choices[i]
             index = choice.index if choice.index >= 0 else choice.ordinal
-            self._finish(index, &choice.finish)
+            if (choice.finish.len < 0 and choice.audio_end and not (choice.output or choice.text)
+                    and not self._finished(index)):
+                # an audio answer's last chunk: the end, unless a finish reason came already
+                audio_end.len = 0
+                str_append(&audio_end, PyBytes_AS_STRING(_audio_end), PyBytes_GET_SIZE(_audio_end))
+                self._finish(index, &audio_end)
+            else:
+                self._finish(index, &choice.finish)
             if self.limit is not None:
                 return 0
             self._add_content(choice.text, choice.reasoning, choice.refusal)
             self.tool_calls += choice.tool
+            self.output += choice.output
             for k in range(choice.tool_start, choice.tool_start + choice.tool_count):
                 self._tool_fragment(index, &r.tools[k])
                 if self.limit is not None:
@@ -890,6 +998,14 @@ cdef class Scanner:
                         all_final = False
                 self.end_marker = all_final
         return 0
+
+    cdef bint _finished(self, int64_t index) noexcept:
+        """Has this choice a finish reason yet?"""
+        cdef int i
+        for i in range(self.n_finishes):
+            if self.finishes[i].index == index:
+                return self.finishes[i].raw.len >= 0
+        return False
 
     cdef int _tool_fragment(self, int64_t choice_index, Tool* fragment) except -1:
         cdef int64_t index = fragment.index if fragment.index != -1 else fragment.ordinal
@@ -942,9 +1058,8 @@ cdef class Scanner:
 
     cdef int _responses(self, int kind) except -1:
         cdef Record* r = &self.rec
-        cdef Json check
         cdef Str completed
-        cdef Py_ssize_t suffix = PyBytes_GET_SIZE(_r_tool_suffix)
+        cdef Block* block
         self._sequence()
         if kind == K_TEXT_DELTA:
             self.text += r.delta
@@ -953,17 +1068,22 @@ cdef class Scanner:
         elif kind == K_REASONING_DELTA:
             self.reasoning += r.delta
         elif kind == K_ITEM_ADDED:
-            if strtable_get(&_r_reasoning, r.item_type.s, max(r.item_type.len, 0)) >= 0:
-                self.reasoning += 1
-            elif (r.item_type.len >= suffix and memcmp(
-                    r.item_type.s + r.item_type.len - suffix,
-                    PyBytes_AS_STRING(_r_tool_suffix), suffix) == 0):
-                self.tool_calls += 1
-        elif kind == K_ARGS_DONE:
-            json_init(&check, NULL, NULL)
-            if r.args_len > 0:
-                json_feed(&check, <const unsigned char*>r.captured.p + r.args_off, r.args_len)
-            self._check_args(&check)
+            self._count_kind(output_kind(&r.item_type))
+        elif kind == K_OUTPUT:
+            self.output += 1
+        elif kind == K_ARGS_DELTA:
+            # a call's argument fragment: added to its item's JSON check (by output_index)
+            block = self._block(r.output_index, False)
+            if block == NULL:
+                block = self._block(r.output_index, True)
+                if block == NULL:
+                    return 0  # past the bound (limit set)
+            if r.delta_len > 0:
+                json_feed(block.json, <const unsigned char*>r.captured.p + r.delta_off,
+                          r.delta_len)
+        elif kind == K_ARGS_DONE or kind == K_ITEM_DONE:
+            # the item's arguments are whole: its fragments are over and must make one value
+            self._end_block(r.output_index)
         elif kind == K_COMPLETED or kind == K_INCOMPLETE:
             # judged by what it says, not only by its name (see _scanner_py._terminal_reason)
             self.end_marker = True
@@ -989,39 +1109,50 @@ cdef class Scanner:
                 self._note_error()
         return 0
 
+    cdef Block* _block(self, int64_t index, bint new) except? NULL:
+        """The call input being read at this index (anthropic: block index; responses:
+        output_index), or NULL; new: a fresh one, the earlier one at that index checked first
+        (NULL past the bound, which is then reported)."""
+        cdef int i
+        for i in range(self.n_blocks):
+            if self.blocks[i].index == index:
+                if new:
+                    self._check_args(self.blocks[i].json)
+                    json_init(self.blocks[i].json, NULL, NULL)
+                return &self.blocks[i]
+        if not new:
+            return NULL
+        if self.n_blocks >= MAX_TOOL_CALLS:
+            self._exceed("tool_calls")
+            return NULL
+        if array_reserve(<void**>&self.blocks, &self.cap_blocks, self.n_blocks, sizeof(Block)) < 0:
+            raise MemoryError()
+        self.blocks[self.n_blocks].index = index
+        self.blocks[self.n_blocks].json = json_new()
+        self.n_blocks += 1
+        return &self.blocks[self.n_blocks - 1]
+
+    cdef void _end_block(self, int64_t index) noexcept:
+        """The call input at this index is over: checked, and forgotten."""
+        cdef int i
+        for i in range(self.n_blocks):
+            if self.blocks[i].index == index:
+                self._check_args(self.blocks[i].json)
+                PyMem_Free(self.blocks[i].json)
+                self.n_blocks -= 1
+                self.blocks[i] = self.blocks[self.n_blocks]
+                return
+
     cdef int _anthropic(self, int kind) except -1:
         cdef Record* r = &self.rec
-        cdef Str absent
-        cdef int64_t index
-        cdef int i, found
-        absent.len = -1
+        cdef int i
         if kind == K_START:
-            self._finish(0, &absent)
+            # (a message that starts whole says its stop_reason here, and no message_delta follows)
+            self._finish(0, &r.stop_reason)
         elif kind == K_BLOCK_START:
-            if strtable_get_str(&_a_reasoning, &r.block_type) >= 0:
-                self.reasoning += 1
-            if strtable_get_str(&_a_tool, &r.block_type) >= 0:
-                self.tool_calls += 1
+            self._count_kind(output_kind(&r.block_type))
             if strtable_get_str(&_a_json_input, &r.block_type) >= 0:
-                index = r.block_index
-                found = -1
-                for i in range(self.n_blocks):
-                    if self.blocks[i].index == index:
-                        found = i
-                        break
-                if found >= 0:
-                    self._check_args(self.blocks[found].json)
-                    json_init(self.blocks[found].json, NULL, NULL)
-                else:
-                    if self.n_blocks >= MAX_TOOL_CALLS:
-                        self._exceed("tool_calls")
-                        return 0
-                    if array_reserve(<void**>&self.blocks, &self.cap_blocks, self.n_blocks,
-                                     sizeof(Block)) < 0:
-                        raise MemoryError()
-                    self.blocks[self.n_blocks].index = index
-                    self.blocks[self.n_blocks].json = json_new()
-                    self.n_blocks += 1
+                self._block(r.block_index, True)
         elif kind == K_BLOCK_DELTA:
             self.text += r.delta_text
             self.reasoning += r.delta_thinking
@@ -1054,15 +1185,21 @@ cdef class Scanner:
         cdef int i
         cdef tuple finishes
         cdef bint memo = n_finishes <= MEMO_FINISHES
+        cdef bint text, reasoning, refusal, tool_calls, output
         k.protocol = self.detected
         k.transport = 0
         while _TRANSPORT_CODES[k.transport] != transport:  # close() checked that it is one
             k.transport += 1
         k.limit = 0 if self.limit is None else 1 + _LIMIT_CODES.index(self.limit)
+        text = self.text > 0 or self.items & ITEM_TEXT
+        reasoning = self.reasoning > 0 or self.items & ITEM_REASONING
+        refusal = self.refusal > 0 or self.items & ITEM_REFUSAL
+        tool_calls = self.tool_calls > 0 or self.items & ITEM_TOOL
+        output = self.output > 0 or self.items & ITEM_OUTPUT
         k.flags = ((self.errors > 0) | self.end_marker << 1 | (self.events == 0) << 2
                    | (residual > 0) << 3 | (self.malformed > 0) << 4 | self.sequence_gap << 5
-                   | (self.text > 0) << 6 | (self.reasoning > 0) << 7 | (self.refusal > 0) << 8
-                   | (self.tool_calls > 0) << 9 | self.tool_malformed << 10)
+                   | text << 6 | reasoning << 7 | refusal << 8 | tool_calls << 9
+                   | self.tool_malformed << 10 | output << 11 | self.hidden_reasoning << 12)
         k.n_finishes = n_finishes
         k.error_code = self.error_code
         k.blocked = self.blocked
@@ -1081,8 +1218,8 @@ cdef class Scanner:
             _PROTOCOL_NAMES[self.detected], transport, self.limit, self.errors > 0,
             str_bytes(&self.error_code), self.end_marker, self.events == 0, residual > 0,
             self.malformed > 0, self.sequence_gap, finishes, str_bytes(&self.blocked),
-            self.text > 0, self.reasoning > 0, self.refusal > 0, self.tool_calls > 0,
-            self.tool_malformed)
+            text, reasoning, refusal, tool_calls, self.tool_malformed, output,
+            self.hidden_reasoning)
         if memo:
             self.caches.remember(&k, head)
         return head
@@ -1105,6 +1242,8 @@ cdef class Scanner:
         n_finishes = 0  # a stream read up to a limit has its finish reasons ignored
         if self.limit is None:
             residual = self.fr.line.len + self.fr.event_bytes + self.fr.bare_bytes
+            if self.depth:  # an array's element, cut
+                residual += self.fr.data.len
             for i in range(self.n_tools):
                 self._check_args(self.tools[i].json)
             for i in range(self.n_blocks):
@@ -1124,6 +1263,7 @@ cdef class Scanner:
         values["reasoning_events"] = self.reasoning
         values["refusal_events"] = self.refusal
         values["tool_calls"] = self.tool_calls
+        values["output_events"] = self.output
         values["choices"] = n_finishes
         values["model"] = self.caches.model_name(&self.model) if self.model.len >= 0 else None
         # _verdict._verdict(values), without the call: a Verdict whose __dict__ is values

@@ -43,10 +43,15 @@ from ._limits import (
     check_options,
     check_transport,
 )
-from ._record_py import EventRecord, ToolFragment
+from ._record_py import EventRecord, ToolFragment, output_kind
 from ._verdict import Evidence, Verdict, decide
 
 __all__ = ["Caches", "Scanner", "default_caches", "scan"]
+
+# A stream that is one JSON array: the bytes between its elements, and those an element's end is
+# found by.
+OPEN_ARRAY, CLOSE_ARRAY, CLOSE_OBJECT, QUOTE, BACKSLASH = b'[]}"\\'
+_ARRAY_BETWEEN = frozenset(b" \t\r\n,[]")
 
 
 def pick_error_code(record: EventRecord) -> bytes | None:
@@ -72,14 +77,11 @@ _DETECT_TYPES = {k.encode(): v for k, v in d.DETECT_TYPES.items()}
 _DETECT_PREFIXES = tuple((p.encode(), v) for p, v in d.DETECT_TYPE_PREFIXES)
 _KINDS = {name: {k.encode(): v for k, v in kinds.items()} for name, kinds in d.EVENT_KINDS.items()}
 _CHAT_OBJECT = d.CHAT_OBJECT.encode()
+_AUDIO_END = d.AUDIO_END_FINISH.encode()
 _RESPONSES_COMPLETED = d.RESPONSES_COMPLETED.encode()
 _R_INCOMPLETE = d.RESPONSES_STATUS_INCOMPLETE.encode()
 _R_NAME_STATUSES = frozenset(s.encode() for s in d.RESPONSES_NAME_STATUSES)
 _A_STOP_DETAILS_WIN = frozenset(t.encode() for t in d.ANTHROPIC_STOP_DETAILS_WIN)
-_R_REASONING = frozenset(t.encode() for t in d.RESPONSES_REASONING_ITEMS)
-_R_TOOL_SUFFIX = d.RESPONSES_TOOL_ITEM_SUFFIX.encode()
-_A_REASONING = frozenset(t.encode() for t in d.ANTHROPIC_REASONING_BLOCKS)
-_A_TOOL = frozenset(t.encode() for t in d.ANTHROPIC_TOOL_BLOCKS)
 _A_JSON_INPUT = frozenset(t.encode() for t in d.ANTHROPIC_JSON_INPUT_BLOCKS)
 _ERROR_EVENT = b"error"
 
@@ -142,8 +144,14 @@ class Scanner:
         # protocol state
         self._finishes: dict[int, bytes | None] = {}  # choice index -> raw finish reason
         self._tools: dict[tuple[int, int], _ToolCall] = {}  # chat: (choice, tool index) -> call
-        self._blocks: dict[int, JsonScanner] = {}  # anthropic: block index -> a tool's input
+        # a call's input being read: anthropic, by block index; responses, by output_index
+        self._blocks: dict[int, JsonScanner] = {}
         self._last_seq: int | None = None
+        # A stream that is one JSON array of events (Gemini's streamGenerateContent without
+        # alt=sse) rather than SSE: decided by its first byte (0: not yet, 1: array, 2: SSE)
+        self._array = 0
+        self._depth = 0  # inside an element: its open objects and arrays
+        self._in_string = self._escape = False
 
     # ------------------------------------------------------------------ framing
     def feed(self, data: bytes | bytearray | memoryview) -> None:
@@ -162,6 +170,12 @@ class Scanner:
 
     def _scan(self, data: bytes) -> None:
         """Read the chunk: its lines, and the events they end."""
+        if self._array != 2:
+            if self._array == 0 and data:
+                self._array = 1 if data[0] == OPEN_ARRAY else 2
+            if self._array == 1:
+                self._scan_array(data)
+                return
         fr = self._fr
         pos, n = 0, len(data)
         if fr.pending_cr:
@@ -192,6 +206,51 @@ class Scanner:
             if self._too_long(len(fr.line) + n - pos, first):
                 return
             fr.line += data[pos:]
+
+    def _scan_array(self, data: bytes) -> None:
+        """A JSON array of events: each top-level element is one event's data, dispatched when
+        its braces close (strings and escapes followed); whitespace, commas and the brackets
+        between elements are the array's; any other byte there is a malformed event."""
+        fr = self._fr
+        pos, n = 0, len(data)
+        while pos < n:
+            if not self._depth:
+                byte = data[pos]
+                pos += 1
+                if byte == OPEN_OBJECT:
+                    self._depth = 1
+                    self._in_string = self._escape = False
+                    fr.data += b"{"
+                elif byte not in _ARRAY_BETWEEN:
+                    self._ev.malformed_events += 1
+                continue
+            start = pos
+            while pos < n and self._depth:
+                byte = data[pos]
+                pos += 1
+                if self._in_string:
+                    if self._escape:
+                        self._escape = False
+                    elif byte == BACKSLASH:
+                        self._escape = True
+                    elif byte == QUOTE:
+                        self._in_string = False
+                elif byte == QUOTE:
+                    self._in_string = True
+                elif byte == OPEN_OBJECT or byte == OPEN_ARRAY:
+                    self._depth += 1
+                elif byte == CLOSE_OBJECT or byte == CLOSE_ARRAY:
+                    self._depth -= 1
+            fr.data += data[start:pos]
+            if len(fr.data) > self.max_event_bytes:
+                self._exceed("event")
+                return
+            if not self._depth:
+                element = bytes(fr.data)
+                fr.data.clear()
+                self._handle_event(b"message", element)
+                if self._ev.limit is not None:
+                    return
 
     def _too_long(self, line_length: int, first: int) -> bool:
         """Check the bounds for a line of this length; on breach, stop reading for good."""
@@ -305,6 +364,7 @@ class Scanner:
         if self._detected is None:
             self._detected = detect_protocol(record, event_type)
         self._note_model(record.model)
+        self._note_whole(record)
         protocol = self._detected
         if protocol == "chat" or protocol == "gemini":
             self._choices(record)
@@ -320,6 +380,28 @@ class Scanner:
         """The first model an event names is the stream's."""
         if model is not None and self._ev.model is None:
             self._ev.model = model
+
+    def _note_whole(self, record: EventRecord) -> None:
+        """What an event says whole, wherever it says it: the items it holds, every whole
+        "arguments" string (checked as JSON), reasoning tokens that usage counted."""
+        ev = self._ev
+        ev.items |= record.items
+        for args in record.args:
+            scanner = JsonScanner()
+            scanner.feed(args)
+            self._check_args(scanner)
+        if record.reasoning_tokens:
+            ev.hidden_reasoning = True
+
+    def _count_kind(self, kind: int) -> None:
+        """An item or block starts: count it by what it is (_protocols.OUTPUT_KINDS)."""
+        ev = self._ev
+        if kind == d.OUT_REASONING:
+            ev.reasoning += 1
+        elif kind == d.OUT_TOOL:
+            ev.tool_calls += 1
+        elif kind == d.OUT_OTHER:
+            ev.output += 1
 
     def _add_content(self, text: int, reasoning: int, refusal: int) -> None:
         """An event carried this many text, reasoning and refusal values."""
@@ -360,11 +442,17 @@ class Scanner:
         ev = self._ev
         for choice in record.choices:
             index = choice.index if choice.index is not None else choice.ordinal
-            self._finish(index, choice.finish)
+            raw = choice.finish
+            if raw is None and choice.audio_end and not (choice.output or choice.text):
+                # an audio answer's last chunk: the end, unless a finish reason came already
+                if self._finishes.get(index) is None:
+                    raw = _AUDIO_END
+            self._finish(index, raw)
             if ev.limit is not None:
                 return
             self._add_content(choice.text, choice.reasoning, choice.refusal)
             ev.tool_calls += choice.tool
+            ev.output += choice.output
             for fragment in choice.tools:
                 self._tool_fragment(index, fragment)
                 if ev.limit is not None:
@@ -412,16 +500,29 @@ class Scanner:
         self._add_content(0, record.delta, 0)
 
     def _r_item_added(self, record: EventRecord, kind: int) -> None:
-        item = record.item_type or b""
-        if item in _R_REASONING:
-            self._ev.reasoning += 1
-        elif item.endswith(_R_TOOL_SUFFIX):
-            self._ev.tool_calls += 1
+        self._count_kind(output_kind(record.item_type))
 
-    def _r_args_done(self, record: EventRecord, kind: int) -> None:
-        scanner = JsonScanner()
-        scanner.feed(record.args or b"")
-        self._check_args(scanner)
+    def _r_output(self, record: EventRecord, kind: int) -> None:
+        self._ev.output += 1
+
+    def _r_args_delta(self, record: EventRecord, kind: int) -> None:
+        """A call's argument fragment: added to its item's JSON check (by output_index)."""
+        index = record.output_index if record.output_index is not None else -1
+        scanner = self._blocks.get(index)
+        if scanner is None:
+            if len(self._blocks) >= MAX_TOOL_CALLS:
+                self._exceed("tool_calls")
+                return
+            scanner = self._blocks[index] = JsonScanner()
+        if record.delta_bytes:
+            scanner.feed(record.delta_bytes)
+
+    def _r_args_over(self, record: EventRecord, kind: int) -> None:
+        """The arguments of an item are whole (its arguments' done event, or the item's): its
+        fragments are over, and must have made one JSON value."""
+        scanner = self._blocks.pop(record.output_index if record.output_index is not None else -1, None)
+        if scanner is not None:
+            self._check_args(scanner)
 
     def _r_terminal(self, record: EventRecord, kind: int) -> None:
         self._ev.end_marker = True
@@ -433,14 +534,12 @@ class Scanner:
 
     # anthropic
     def _a_start(self, record: EventRecord, kind: int) -> None:
-        self._finish(0, None)
+        # (a message that starts whole says its stop_reason here, and no message_delta follows)
+        self._finish(0, record.stop_reason)
 
     def _a_block_start(self, record: EventRecord, kind: int) -> None:
         block = record.block_type or b""
-        if block in _A_REASONING:
-            self._ev.reasoning += 1
-        if block in _A_TOOL:
-            self._ev.tool_calls += 1
+        self._count_kind(output_kind(block))
         if block in _A_JSON_INPUT:
             index = record.block_index if record.block_index is not None else -1
             earlier = self._blocks.pop(index, None)
@@ -481,6 +580,8 @@ class Scanner:
             self._scan(head)
         if ev.limit is None:
             ev.residual_bytes = len(fr.line) + fr.event_bytes + fr.bare_bytes
+            if self._depth:  # an array's element, cut
+                ev.residual_bytes += len(fr.data)
             for call in self._tools.values():
                 self._check_args(call.json)
             for scanner in self._blocks.values():
@@ -499,7 +600,10 @@ _EVENT_RULES: dict[str, dict[int, _EventRule]] = {
         d.K_REFUSAL_DELTA: Scanner._r_refusal_delta,
         d.K_REASONING_DELTA: Scanner._r_reasoning_delta,
         d.K_ITEM_ADDED: Scanner._r_item_added,
-        d.K_ARGS_DONE: Scanner._r_args_done,
+        d.K_ARGS_DELTA: Scanner._r_args_delta,
+        d.K_ARGS_DONE: Scanner._r_args_over,
+        d.K_ITEM_DONE: Scanner._r_args_over,
+        d.K_OUTPUT: Scanner._r_output,
         d.K_COMPLETED: Scanner._r_terminal,
         d.K_INCOMPLETE: Scanner._r_terminal,
         d.K_FAILED: Scanner._r_failed,

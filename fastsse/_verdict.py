@@ -80,7 +80,7 @@ MESSAGES = {
     TRUNCATED_LENGTH: "The answer was cut off by the output token limit.",
     CONTENT_FILTERED: "A safety filter stopped the answer.",
     TOOL_CALL_MALFORMED: "A tool call's arguments are not valid JSON.",
-    EMPTY_OUTPUT: "The answer finished normally but contained no text, reasoning or tool call.",
+    EMPTY_OUTPUT: "The answer finished normally but held no text, tool call or other output.",
     COMPLETE: "The stream is complete.",
 }
 # More precise sentences for some situations within a category.
@@ -88,6 +88,7 @@ MESSAGE_NO_EVENTS = "The stream closed before any event arrived."
 MESSAGE_ABNORMAL_FINISH = "The provider ended the answer with a finish reason that does not mean success."
 MESSAGE_REFUSAL = "The model refused to answer."
 MESSAGE_BLOCKED_PROMPT = "The prompt was blocked by a safety filter, so no answer was generated."
+MESSAGE_REASONING_ONLY = "The answer finished normally but held only reasoning: no text, tool call or other output."
 MESSAGE_PAUSE = "The stream is complete, but the model paused its turn for the client to continue."
 MESSAGE_LIMITS = {
     "line": "A line grew past the line size limit, so the stream was not read further.",
@@ -151,6 +152,9 @@ class Evidence:
     tool_calls: int = 0
     tool_malformed: bool = False
     model: Raw | None = None
+    output: int = 0  # output that is not text: audio, images, approval requests, tool results
+    hidden_reasoning: bool = False  # usage counted reasoning tokens the stream did not show
+    items: int = 0  # what whole items held (_protocols.ITEM_*), whether or not deltas did
 
 
 @dataclass(frozen=True)
@@ -176,6 +180,7 @@ class Verdict:
     reasoning_events: int
     refusal_events: int
     tool_calls: int
+    output_events: int
     choices: int
     error_code: str | None
     limit: str | None
@@ -258,6 +263,8 @@ def _judge(
     refusal: bool,
     tool_calls: bool,
     tool_malformed: bool,
+    output: bool,
+    hidden_reasoning: bool,
 ) -> dict[str, object]:
     """Apply the checks in CATEGORIES order; the first that holds is the category.
 
@@ -270,6 +277,7 @@ def _judge(
     normalized, raw, outcome = _finish(protocol, raws, blocked_reason, tool_calls, text)
     finish_missing = (not raws and blocked_reason is None) or None in raws
     code = sanitize_identifier(error_code)
+    answer = text or tool_calls or output  # reasoning alone is no answer
     message = None
     retryable = None
 
@@ -295,7 +303,7 @@ def _judge(
         category = SEQUENCE_GAP
     elif finish_missing:
         category = MISSING_FINISH_REASON
-    elif outcome == d.O_LENGTH and not text and not tool_calls and reasoning:
+    elif outcome == d.O_LENGTH and not answer and (reasoning or hidden_reasoning):
         category = REASONING_EXHAUSTED
     elif outcome == d.O_LENGTH:
         category = TRUNCATED_LENGTH
@@ -307,8 +315,11 @@ def _judge(
             message = MESSAGE_REFUSAL
     elif tool_malformed or outcome == d.O_TOOL_MALFORMED:
         category = TOOL_CALL_MALFORMED
-    elif not (text or reasoning or tool_calls):
+    elif not answer and not (outcome == d.O_PAUSE and reasoning):
+        # (a turn paused for the client to continue may stop after reasoning alone)
         category = EMPTY_OUTPUT
+        if reasoning:
+            message = MESSAGE_REASONING_ONLY
     else:
         category = COMPLETE
         if outcome == d.O_PAUSE:
@@ -339,6 +350,7 @@ def decide(evidence: Evidence, transport: str = "eof") -> Verdict:
     if transport not in TRANSPORTS:
         raise ValueError(f"transport must be one of {TRANSPORTS}, not {transport!r}")
     e = evidence
+    items = e.items
     key = (
         e.protocol,
         transport,
@@ -352,11 +364,13 @@ def decide(evidence: Evidence, transport: str = "eof") -> Verdict:
         e.sequence_gap,
         tuple([raw for _index, raw in e.finishes]),
         e.blocked,
-        e.text > 0,
-        e.reasoning > 0,
-        e.refusal > 0,
-        e.tool_calls > 0,
+        e.text > 0 or bool(items & d.ITEM_TEXT),
+        e.reasoning > 0 or bool(items & d.ITEM_REASONING),
+        e.refusal > 0 or bool(items & d.ITEM_REFUSAL),
+        e.tool_calls > 0 or bool(items & d.ITEM_TOOL),
         e.tool_malformed,
+        e.output > 0 or bool(items & d.ITEM_OUTPUT),
+        e.hidden_reasoning,
     )
     head = (_judge_cached if len(e.finishes) <= _CACHED_FINISHES else _judge)(*key)
     values = head.copy()
@@ -369,6 +383,7 @@ def decide(evidence: Evidence, transport: str = "eof") -> Verdict:
     values["reasoning_events"] = e.reasoning
     values["refusal_events"] = e.refusal
     values["tool_calls"] = e.tool_calls
+    values["output_events"] = e.output
     values["choices"] = len(e.finishes)
     values["model"] = None if e.model is None else _model_name(e.model)
     return _verdict(values)

@@ -99,6 +99,12 @@ FIELDS: tuple[VerdictField, ...] = (
     VerdictField("reasoning_events", int, BigInteger()),
     VerdictField("refusal_events", int, BigInteger()),
     VerdictField("tool_calls", int, Integer()),
+    VerdictField(
+        "output_events",
+        int,
+        BigInteger(),
+        description="Output that is not text: audio, images, approval requests, tool results.",
+    ),
     VerdictField("choices", int, Integer()),
     VerdictField("error_code", str, _text(64), nullable=True),
     VerdictField("limit_kind", str, _text(16), nullable=True, attr="limit", api="limit"),

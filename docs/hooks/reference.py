@@ -64,6 +64,7 @@ def on_page_markdown(markdown, page, config, files):
         markdown = markdown.replace("{{ metrics }}", metrics_table())
     if uri == "verdict/protocols.md":
         markdown = markdown.replace("{{ finish_reasons }}", finish_reason_tables())
+        markdown = markdown.replace("{{ output_kinds }}", output_kind_tables())
     if uri == "verdict/categories.md":
         check_categories(markdown)
     return SETTINGS_TABLE.sub(lambda match: settings_table(match[1], match[2], uri), markdown)
@@ -212,15 +213,43 @@ def finish_reason_tables() -> str:
 
     out = []
     for protocol, build in (("responses", _responses), ("anthropic", _anthropic), ("gemini", _gemini)):
-        out += [f"### `{protocol}`", "", "| value | normalized | category | retryable |", "|---|---|---|---|"]
+        out += [
+            f"### `{protocol}`",
+            "",
+            "| value | meaning | normalized | category | retryable | source |",
+            "|---|---|---|---|---|---|",
+        ]
         for value in _protocols.FINISH_REASONS[protocol]:
+            meaning, source = _protocols.FINISH_MEANINGS[protocol][value]
             verdict = fastsse.scan(build(value), protocol, "eof")
             if verdict.finish_reason_raw != value:
                 raise PluginError(f"the {protocol} stream made for {value!r} did not carry it: {verdict.to_dict()}")
             out.append(
-                f"| `{value}` | `{verdict.finish_reason}` | `{verdict.category}` | "
-                f"{'yes' if verdict.retryable else 'no'} |"
+                f"| `{value}` | {meaning} | `{verdict.finish_reason}` | `{verdict.category}` | "
+                f"{'yes' if verdict.retryable else 'no'} | {source} |"
             )
+        out.append("")
+    return "\n".join(out)
+
+
+def output_kind_tables() -> str:
+    """What each Responses output item and Anthropic content block is to fastsse."""
+    from fastsse import _protocols as d
+
+    kinds = {
+        d.OUT_NONE: "nothing (bookkeeping)",
+        d.OUT_TEXT: "text, when its text is not empty (a refusal part: a refusal)",
+        d.OUT_REASONING: "reasoning",
+        d.OUT_TOOL: "a tool call",
+        d.OUT_OTHER: "output that is not text",
+    }
+    out = []
+    for title, table in (
+        ("Responses output items (`item.type`)", d.RESPONSES_ITEMS),
+        ("Anthropic content blocks", d.ANTHROPIC_BLOCKS),
+    ):
+        out += [f"### {title}", "", "| type | what it is | counts as | source |", "|---|---|---|---|"]
+        out += [f"| `{name}` | {what} | {kinds[kind]} | {source} |" for name, (kind, what, source) in table.items()]
         out.append("")
     return "\n".join(out)
 

@@ -457,3 +457,15 @@ QUOTA = "You exceeded your current quota."
 SAFETY_RATINGS = [{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True}]
 DSR = "deepseek-reasoner"
 MAGISTRAL = "magistral-medium-latest"
+
+
+def gemini_array(*chunks: dict, compact: bool = False) -> bytes:
+    """streamGenerateContent without alt=sse: one JSON array, each chunk pretty-printed, and
+    "\\n,\\r\\n" between them (compact: one line, as a proxy that re-serializes it sends it)."""
+    if compact:
+        return json.dumps(list(chunks), separators=(",", ":")).encode()
+    return b"[" + b"\n,\r\n".join(json.dumps(c, indent=2).encode() for c in chunks) + b"\n]"
+
+
+def g_object(*candidates, **top) -> dict:
+    return {"candidates": list(candidates), **top, "modelVersion": G_MODEL}

@@ -7,6 +7,7 @@ split points, on both scanner twins, and fails unless all agree.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import pytest
@@ -18,6 +19,7 @@ from fastsse._verdict import (
     MESSAGE_LIMITS,
     MESSAGE_NO_EVENTS,
     MESSAGE_PAUSE,
+    MESSAGE_REASONING_ONLY,
     MESSAGE_REFUSAL,
 )
 
@@ -26,6 +28,7 @@ from .events import (
     CHAT_DONE,
     CUT_CHAT_CHUNK,
     DSR,
+    FC_ID,
     G_MODEL,
     GEMINI_DATA_ERROR,
     GROQ_ERROR,
@@ -61,7 +64,9 @@ from .events import (
     g_bare_error,
     g_chunk,
     g_final,
+    g_object,
     gemini,
+    gemini_array,
     gemini_text,
     mistral_thinking,
     openrouter_finish,
@@ -122,6 +127,11 @@ def case(name, protocol, data, category, *, auto=None, transport="eof", limits=N
 
 
 SMALL = {"max_line_bytes": 64}
+ARRAY_CUT = gemini_array(g_object(cand(text("The capital"))), g_object(cand(text(" is Paris."), finish="STOP")))[:-60]
+FC_ADDED = {"id": FC_ID, "type": "function_call", "status": "in_progress", "arguments": "", "call_id": "call_1",
+            "name": "get_weather"}  # fmt: skip
+APPROVAL = {"id": "mcpr_1", "type": "mcp_approval_request", "arguments": '{"url":"https://ai-sdk.dev/"}',
+            "name": "create_short_url", "server_label": "zip1"}  # fmt: skip
 
 # fmt: off
 CASES = [
@@ -575,6 +585,119 @@ CASES = [
     case("function-call-stop", "gemini",
          gemini(g_chunk(cand(function_call("get_weather", {"city": "Paris"}))), g_final(text(""))),
          "complete", tool_calls=1, finish_reason="tool_calls", finish_reason_raw="STOP"),
+    # ---------------------------------------------------------------- truth, round three
+    # hidden reasoning: usage counted reasoning tokens, none of them shown, the limit hit
+    case("limit-hidden-reasoning", "chat",
+         chat(chat_chunk(choice(role="assistant", content="")), chat_chunk(choice(finish="length")),
+              chat_chunk(usage={"prompt_tokens": 9, "completion_tokens": 64, "total_tokens": 73,
+                                "completion_tokens_details": {"reasoning_tokens": 64}})),
+         "reasoning_exhausted", finish_reason="length", reasoning_events=0, text_events=0),
+    case("limit-hidden-reasoning", "responses",
+         responses(*r_created(), r("response.incomplete", response={
+             "id": "resp_1", "object": "response", "status": "incomplete", "output": [],
+             "incomplete_details": {"reason": "max_output_tokens"},
+             "usage": {"input_tokens": 9, "output_tokens": 64, "output_tokens_details": {"reasoning_tokens": 64}}})),
+         "reasoning_exhausted", finish_reason_raw="max_output_tokens", reasoning_events=0),
+    case("limit-hidden-thoughts", "gemini",
+         b"data: " + json.dumps({"candidates": [{"content": {"role": "model"}, "finishReason": "MAX_TOKENS", "index": 0}],
+                                 "usageMetadata": {"promptTokenCount": 9, "totalTokenCount": 73, "thoughtsTokenCount": 64},
+                                 "modelVersion": G_MODEL}, separators=(",", ": ")).encode() + b"\r\n\r\n",
+         "reasoning_exhausted", finish_reason_raw="MAX_TOKENS", reasoning_events=0),
+    # reasoning and nothing else, then a normal stop: no answer
+    case("reasoning-only-stop", "chat",
+         chat(*chat_reasoning("Let me think."), chat_chunk(choice(finish="stop"), model=DSR)),
+         "empty_output", reasoning_events=1, message=MESSAGE_REASONING_ONLY),
+    case("reasoning-only-completed", "responses",
+         responses(*r_created(), *r_reasoning("Thinking."), r_completed()),
+         "empty_output", reasoning_events=2, message=MESSAGE_REASONING_ONLY),
+    case("thinking-only-end-turn", "anthropic",
+         anthropic(a_start(), *a_thinking(0, "Two and two."), *a_end("end_turn")),
+         "empty_output", reasoning_events=2, message=MESSAGE_REASONING_ONLY),
+    case("thoughts-only-stop", "gemini", gemini(g_chunk(cand(thought("Thinking."))), g_final(text(""))),
+         "empty_output", reasoning_events=1, message=MESSAGE_REASONING_ONLY),
+    # vendor extensions that say a stream stopped early, inside an ordinary chunk
+    case("groq-x-groq-error", "chat",
+         chat(chat_chunk(choice(content="Partial"), model="llama-3.3-70b-versatile"),
+              chat_chunk(choice(), model="llama-3.3-70b-versatile", x_groq={"id": "req_01", "error": "over capacity"})),
+         "upstream_error", error_code=None),
+    case("error-object-chunk", "chat",
+         chat(chat_chunk(choice(content="Partial")),
+              b'data: {"object":"error","message":"Service unavailable","type":"ServiceUnavailable","code":503}\n\n'),
+         "upstream_error", error_code="503", retryable=True),
+    # function-call arguments judged from every place they appear, not only their done event
+    case("args-cut-in-deltas-only", "responses",
+         responses(*r_created(), r("response.output_item.added", output_index=0, item=FC_ADDED),
+                   r("response.function_call_arguments.delta", item_id=FC_ID, output_index=0, delta='{"city": "Pa'),
+                   r_completed()),
+         "tool_call_malformed", tool_calls=1),
+    case("args-cut-in-item-done", "responses",
+         responses(*r_created(), r("response.output_item.added", output_index=0, item=FC_ADDED),
+                   r("response.function_call_arguments.delta", item_id=FC_ID, output_index=0, delta='{"city": "Pa'),
+                   r("response.output_item.done", output_index=0, item={**FC_ADDED, "arguments": '{"city": "Pa'}),
+                   r_completed()),
+         "tool_call_malformed", tool_calls=1),
+    case("args-cut-in-the-terminal-output", "responses",
+         responses(*r_created(), r("response.output_item.added", output_index=0, item=FC_ADDED),
+                   r("response.completed", response={"id": "resp_1", "object": "response", "status": "completed",
+                                                     "output": [{**FC_ADDED, "arguments": '{"city": "Pa'}]})),
+         "tool_call_malformed", tool_calls=1),
+    # output that is not text ends a turn
+    case("audio-ends-without-finish-reason", "chat",
+         chat(chat_chunk(choice(role="assistant", content=None, audio={"id": "audio_1", "transcript": "Hi"})),
+              chat_chunk(choice(audio={"data": "UklGRiQAAABXQVZF"})),
+              chat_chunk(choice(audio={"id": "audio_1", "expires_at": 1730768595}))),
+         "complete", finish_reason="stop", finish_reason_raw="expires_at", output_events=2, text_events=0),
+    case("length-then-audio-expiry", "chat",
+         chat(chat_chunk(choice(audio={"transcript": "Hi", "data": "UklGRiQAAABXQVZF"})),
+              chat_chunk(choice(finish="length")), chat_chunk(choice(audio={"expires_at": 1730768595}))),
+         "truncated_length", finish_reason_raw="length", output_events=2),
+    case("image-only", "chat",
+         chat(chat_chunk(choice(content="", images=[{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}}]),
+                         model="google/gemini-2.5-flash-image"),
+              chat_chunk(choice(finish="stop"), model="google/gemini-2.5-flash-image")),
+         "complete", output_events=1, text_events=0),
+    case("resumed-at-the-terminal-event", "responses",
+         responses(r("response.completed", response={"id": "resp_1", "object": "response", "status": "completed",
+                                                     "output": [{"type": "message", "role": "assistant",
+                                                                 "content": [{"type": "output_text", "text": "4"}]}]}),
+                   seqs=[16]),
+         "complete", text_events=0, finish_reason="stop"),
+    case("resumed-refusal", "responses",
+         responses(r("response.completed", response={"id": "resp_1", "object": "response", "status": "completed",
+                                                     "output": [{"type": "message", "role": "assistant",
+                                                                 "content": [{"type": "refusal", "refusal": "No."}]}]}),
+                   seqs=[16]),
+         "content_filtered", refusal_events=0, message=MESSAGE_REFUSAL),
+    case("approval-request", "responses",
+         responses(*r_created(), r("response.output_item.added", output_index=0, item=APPROVAL),
+                   r("response.completed", response={"id": "resp_1", "object": "response", "status": "completed",
+                                                     "output": [APPROVAL]})),
+         "complete", output_events=1, tool_calls=0),
+    case("whole-message-start", "anthropic",
+         anthropic(a("message_start", message={"id": "msg_1", "type": "message", "role": "assistant", "model": A_MODEL,
+                                               "content": [{"type": "tool_use", "id": "toolu_1", "name": "roll",
+                                                            "input": {}}],
+                                               "stop_reason": "tool_use", "usage": {"output_tokens": 0}}),
+                   a("message_stop")),
+         "complete", finish_reason="tool_calls", finish_reason_raw="tool_use", tool_calls=0),
+    case("compaction-only", "anthropic",
+         anthropic(a_start(), a("content_block_start", index=0, content_block={"type": "compaction", "content": None}),
+                   a("content_block_delta", index=0, delta={"type": "compaction_delta", "content": "<summary/>"}),
+                   a("content_block_stop", index=0), *a_end("compaction")),
+         "complete", finish_reason="pause", output_events=1, message=MESSAGE_PAUSE),
+    # streamGenerateContent without alt=sse: one JSON array, every byte of it read
+    case("array-form", "gemini", gemini_array(g_object(cand(text("The capital"))), g_object(cand(text(" is Paris."), finish="STOP"))),
+         "complete", text_events=2, events=2),
+    case("array-form-one-line", "gemini",
+         gemini_array(g_object(cand(text("The capital"))), g_object(cand(text(" is Paris."), finish="STOP")), compact=True),
+         "complete", text_events=2),
+    case("array-form-cut-in-an-element", "gemini", ARRAY_CUT, "no_end_marker",
+         residual_bytes=len(ARRAY_CUT) - ARRAY_CUT.index(b"\n,\r\n") - len(b"\n,\r\n")),
+    case("array-form-cut-after-an-element", "gemini",
+         gemini_array(g_object(cand(text("The capital"))), g_object(cand(text(" is Paris."), finish="STOP")))[:-2],
+         "complete"),
+    case("image-only", "gemini", g_final({"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}),
+         "complete", output_events=1, text_events=0),
 ]
 # fmt: on
 

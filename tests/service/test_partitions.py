@@ -4,18 +4,22 @@ from the plain table and back."""
 
 from __future__ import annotations
 
+import hashlib
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 
 import httpx
 import pytest
+import sqlalchemy as sa
 from alembic import command
 from sqlalchemy import text
 
+import fastsse
 from fastsse_service import partitions
 from fastsse_service.app import create_app
 from fastsse_service.config import Settings
 from fastsse_service.db import alembic_config, make_engine, migrate
+from fastsse_service.judging import verdict_row
 from fastsse_service.retention import prune
 from loadtests.wire import short_stream
 
@@ -138,15 +142,41 @@ def test_retention_drops_whole_days_and_the_keys_of_their_rows(pg):
     engine.dispose()
 
 
+def insert_plain(url: str, stream_id: str, ended_at: datetime | None = None) -> None:
+    """A verdict stored as the writer of revision 0003 stored it, in the plain table: the
+    columns that revision has (today's writer needs today's schema)."""
+    engine = make_engine(url)
+    table = sa.Table("verdicts", sa.MetaData(), autoload_with=engine)
+    body = short_stream()
+    row = verdict_row(
+        fastsse.scan(body),
+        body_sha256=hashlib.sha256(body).hexdigest(),  # as the service hashes a post
+        gateway="gw1",
+        stream_id=stream_id,
+        tool="codex",
+        upstream_status=200,
+        model_requested=None,
+        request_id=None,
+        attempt=None,
+        received_at=datetime.now(timezone.utc),
+        ended_at=ended_at,
+    )
+    try:
+        with engine.begin() as connection:
+            connection.execute(table.insert().values({k: v for k, v in row.items() if k in table.c}))
+    finally:
+        engine.dispose()
+
+
 def test_the_migration_keeps_every_verdict_both_ways(postgres_url):
     config = alembic_config(postgres_url)
     command.upgrade(config, "0003")
     now = datetime.now(timezone.utc)
-    with running(postgres_url) as http:  # the writer on the plain table
-        for n in range(3):
-            assert post(http, f"m{n}").status_code == 201
-        assert post(http, "m0").status_code == 200
-        assert post(http, "old", ended_at=now - timedelta(days=20)).status_code == 201
+    for n in range(3):
+        insert_plain(postgres_url, f"m{n}")
+    with pytest.raises(sa.exc.IntegrityError):  # the plain table's own key
+        insert_plain(postgres_url, "m0")
+    insert_plain(postgres_url, "old", ended_at=now - timedelta(days=20))
     command.upgrade(config, "head")
     # Every day with rows has its partition: the default one starts empty.
     today = partitions.name_of(now.date())
@@ -165,9 +195,9 @@ def test_the_migration_keeps_every_verdict_both_ways(postgres_url):
     command.downgrade(config, "0003")
     assert query(postgres_url, "SELECT id FROM verdicts ORDER BY id") == ids
     assert query(postgres_url, "SELECT to_regclass('verdict_keys')") == [(None,)]
-    with running(postgres_url) as http:
-        assert post(http, "m3").status_code == 200
-        assert post(http, "m4").status_code == 201
+    with pytest.raises(sa.exc.IntegrityError):  # the key holds again on the plain table
+        insert_plain(postgres_url, "m3")
+    insert_plain(postgres_url, "m4")  # the id sequence went on, and goes on
     assert query(postgres_url, "SELECT max(id) FROM verdicts")[0][0] > ids[-1][0]
 
 
