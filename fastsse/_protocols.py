@@ -730,7 +730,7 @@ FINISH_MEANINGS = {
         "IMAGE_PROHIBITED_CONTENT": ("a generated image may hold prohibited content", _GPY_FINISH),
         "IMAGE_RECITATION": ("a generated image was flagged for recitation", _GPY_FINISH),
         "MALFORMED_FUNCTION_CALL": ("the model's function call was not valid", _GPY_FINISH),
-        "UNEXPECTED_TOOL_CALL": ("the model called a tool when none was enabled", _GPY_FINISH),
+        "UNEXPECTED_TOOL_CALL": ("the model's tool call was not valid", _GPY_FINISH),
         "TOO_MANY_TOOL_CALLS": ("the model called too many tools in a row", _GPY_FINISH),
         "OTHER": ("any other reason", _GPY_FINISH),
         "FINISH_REASON_UNSPECIFIED": ("unset: never the value of a finished answer", _GPY_FINISH),
@@ -749,6 +749,7 @@ GEMINI_BLOCK_REASONS = {
     "IMAGE_SAFETY": "an image of the prompt was unsafe",
     "MODEL_ARMOR": "Model Armor blocked the prompt (Vertex)",
     "JAILBREAK": "the prompt was judged a jailbreak attempt",
+    "BLOCKED_REASON_UNSPECIFIED": "unset: a block that gave no reason",
 }
 
 # Gateways forward the other protocols' values into chat streams: OpenRouter as

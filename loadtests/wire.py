@@ -835,7 +835,7 @@ def _responses_message_item(w: _ResponsesWriter, output_index: int, until_bytes:
     empty = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
     w.emit("response.content_part.added", {**where, "part": empty})
     pieces = []
-    while w.size < until_bytes:
+    while not pieces or w.size < until_bytes:  # a message says something, however small
         pieces.append(_text_piece(w.rng))
         delta = {**where, "delta": pieces[-1], "logprobs": [], "obfuscation": _obfuscation(w.rng)}
         w.emit("response.output_text.delta", delta)

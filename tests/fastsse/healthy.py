@@ -135,6 +135,34 @@ def _chat_streams() -> list[Healthy]:
         ),
         Healthy("audio", "chat", chat(*_audio_chunks())),
         Healthy(
+            "audio-ending-at-expires-at",  # no finish_reason at all (openai/openai-node #1206)
+            "chat",
+            chat(*[c for c in _audio_chunks() if b'"finish_reason":"stop"' not in c]),
+        ),
+        Healthy(
+            "azure-annotation-after-stop",  # the asynchronous filter's chunk: no delta, finish null
+            "chat",
+            chat(
+                chat_chunk(choices=[], id="", object="", created=0, model="", prompt_filter_results=[]),
+                chat_chunk(choice(role="assistant", content="Hi.")),
+                chat_chunk(choice(finish="stop")),
+                chat_chunk(
+                    choices=[
+                        {
+                            "index": 0,
+                            "finish_reason": None,
+                            "content_filter_results": {},
+                            "content_filter_offsets": {"check_offset": 3, "start_offset": 0, "end_offset": 3},
+                        }
+                    ],
+                    id="",
+                    object="",
+                    created=0,
+                    model="",
+                ),
+            ),
+        ),
+        Healthy(
             "two-choices",
             "chat",
             chat(
@@ -367,6 +395,7 @@ def _anthropic_streams() -> list[Healthy]:
             ],
         },
     )
+    web_search = [*a_server_tool(0, "q1"), web_result, a("content_block_stop", index=1)]  # and its result
     whole_message = {
         "id": "msg_01Xk3c",
         "type": "message",
@@ -413,26 +442,12 @@ def _anthropic_streams() -> list[Healthy]:
         Healthy(
             "pause-turn-on-a-server-tool",
             "anthropic",
-            anthropic(
-                a_start(),
-                *a_server_tool(0, "q1"),
-                web_result,
-                a("content_block_stop", index=1),
-                *a_server_tool(2, "q2"),
-                *a_end("pause_turn"),
-            ),
+            anthropic(a_start(), *web_search, *a_server_tool(2, "q2"), *a_end("pause_turn")),
         ),
         Healthy(
             "web-search-then-text",
             "anthropic",
-            anthropic(
-                a_start(),
-                *a_server_tool(0, "q1"),
-                web_result,
-                a("content_block_stop", index=1),
-                *a_text(2, "Found it."),
-                *a_end("end_turn"),
-            ),
+            anthropic(a_start(), *web_search, *a_text(2, "Found it."), *a_end("end_turn")),
         ),
         Healthy(
             "compaction-then-text",

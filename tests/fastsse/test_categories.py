@@ -624,6 +624,17 @@ CASES = [
          chat(chat_chunk(choice(content="Partial")),
               b'data: {"object":"error","message":"Service unavailable","type":"ServiceUnavailable","code":503}\n\n'),
          "upstream_error", error_code="503", retryable=True),
+    # vLLM and SGLang send [DONE] after an error chunk: [DONE] is no success
+    case("vllm-error-then-done", "chat",
+         chat(chat_chunk(choice(content="Partial")),
+              b'data: {"error": {"message": "Internal server error", "type": "InternalServerError", '
+              b'"param": null, "code": 500}}\n\n'),
+         "upstream_error", error_code="InternalServerError", retryable=True),
+    case("sglang-nested-error-then-done", "chat",
+         chat(chat_chunk(choice(content="Partial")),
+              b'data: {"error": {"object": "error", "message": "Request waiting timeout reached.", '
+              b'"type": "SERVICE_UNAVAILABLE", "param": null, "code": 503}}\n\n'),
+         "upstream_error", error_code="SERVICE_UNAVAILABLE", retryable=True),
     # function-call arguments judged from every place they appear, not only their done event
     case("args-cut-in-deltas-only", "responses",
          responses(*r_created(), r("response.output_item.added", output_index=0, item=FC_ADDED),
