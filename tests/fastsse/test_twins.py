@@ -14,7 +14,11 @@ import fastsse
 from fastsse import _json_py, _scanner_py
 
 from .conftest import CORPUS
+from .events import cand, g_object, gemini_array, text
 from .feeding import chunkings
+from .healthy import STREAMS
+
+ARRAY_FORM = gemini_array(g_object(cand(text("The capital"))), g_object(cand(text(" is Paris."), finish="STOP")))
 
 try:
     from fastsse import _scanner as _scanner_c
@@ -133,6 +137,28 @@ def test_twins_agree_on_mutated_captures(seed):
         for chunk in chunks:
             scanner.feed(chunk)
         assert scanner.close() == verdict
+
+
+@needs_both
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_twins_agree_on_mutated_finished_turns(seed):
+    """The finished turns of every shape (healthy.py: whole items, audio, argument deltas,
+    Gemini's array form too), mutated as the captures are above."""
+    rng = random.Random(seed)
+    stream = rng.choice(STREAMS)
+    data = bytearray(stream.data if rng.random() < 0.8 else ARRAY_FORM)
+    for _ in range(rng.randint(1, 6)):
+        at = rng.randrange(len(data) + 1)
+        action = rng.randrange(3)
+        if action == 0 and data:
+            del data[at : at + rng.randint(1, 20)]
+        elif action == 1:
+            data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 4)))
+        else:
+            data[at:at] = rng.choice([b"\n", b"\r", b"\n\n", b'"', b"}", b"\\", b"[", b","])
+    data = bytes(data)
+    judge_both(data, rng.choice((fastsse.AUTO, stream.protocol)))
 
 
 # JSON values as providers send them, to check the automaton against the json module.
