@@ -112,6 +112,21 @@ def test_twins_agree_on_sse_shaped_bytes(pieces, protocol, limit):
     judge_both(b"".join(pieces), protocol, **limits)
 
 
+def mutate(rng: random.Random, data: bytes, inserts: list[bytes]) -> bytes:
+    """One to six edits: a run deleted, random bytes or one of inserts put in."""
+    out = bytearray(data)
+    for _ in range(rng.randint(1, 6)):
+        at = rng.randrange(len(out) + 1)
+        action = rng.randrange(3)
+        if action == 0 and out:
+            del out[at : at + rng.randint(1, 20)]
+        elif action == 1:
+            out[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 4)))
+        else:
+            out[at:at] = rng.choice(inserts)
+    return bytes(out)
+
+
 @needs_both
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1))
@@ -120,17 +135,7 @@ def test_twins_agree_on_mutated_captures(seed):
         pytest.skip(f"shared corpus not found at {CORPUS}")
     rng = random.Random(seed)
     files = sorted(CORPUS.glob("*/*.sse"))
-    data = bytearray(rng.choice(files).read_bytes()[:6000])
-    for _ in range(rng.randint(1, 6)):
-        at = rng.randrange(len(data) + 1)
-        action = rng.randrange(3)
-        if action == 0 and data:
-            del data[at : at + rng.randint(1, 20)]
-        elif action == 1:
-            data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 4)))
-        else:
-            data[at:at] = rng.choice([b"\n", b"\r", b"\n\n", b'"', b"}", b"\\"])
-    data = bytes(data)
+    data = mutate(rng, rng.choice(files).read_bytes()[:6000], [b"\n", b"\r", b"\n\n", b'"', b"}", b"\\"])
     verdict = judge_both(data)
     for _name, chunks in chunkings(data, seed):
         scanner = _scanner_c.Scanner()
@@ -147,17 +152,9 @@ def test_twins_agree_on_mutated_finished_turns(seed):
     Gemini's array form too), mutated as the captures are above."""
     rng = random.Random(seed)
     stream = rng.choice(STREAMS)
-    data = bytearray(stream.data if rng.random() < 0.8 else ARRAY_FORM)
-    for _ in range(rng.randint(1, 6)):
-        at = rng.randrange(len(data) + 1)
-        action = rng.randrange(3)
-        if action == 0 and data:
-            del data[at : at + rng.randint(1, 20)]
-        elif action == 1:
-            data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 4)))
-        else:
-            data[at:at] = rng.choice([b"\n", b"\r", b"\n\n", b'"', b"}", b"\\", b"[", b","])
-    data = bytes(data)
+    data = mutate(
+        rng, stream.data if rng.random() < 0.8 else ARRAY_FORM, [b"\n", b"\r", b"\n\n", b'"', b"}", b"\\", b"[", b","]
+    )
     judge_both(data, rng.choice((fastsse.AUTO, stream.protocol)))
 
 
