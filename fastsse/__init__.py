@@ -17,7 +17,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING
 
 from ._limits import AUTO, DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, UNKNOWN_PROTOCOL
-from ._protocols import PROTOCOLS
+from ._protocols import PROTOCOLS, protocol_for_path
 from ._verdict import CATEGORIES, MESSAGES, RETRYABLE, TRANSPORTS, Verdict
 
 if TYPE_CHECKING:  # both twins have one API; the Python twin's is the one type checkers read
@@ -58,6 +58,7 @@ __all__ = [
     "Caches",
     "Scanner",
     "default_caches",
+    "protocol_for_path",
     "__version__",
     "Verdict",
     "scan",

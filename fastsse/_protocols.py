@@ -810,3 +810,24 @@ DETERMINISTIC_ERRORS = frozenset(
         "422",
     }
 )
+
+# ---------------------------------------------------------------------------------------------
+# The generation endpoints, by how their path ends: what the tap and the guard judge, and as
+# which protocol.  Gemini names its method after the model (``models/NAME:streamGenerateContent``).
+ENDPOINTS = (
+    ("/chat/completions", "chat"),
+    ("/responses", "responses"),
+    ("/messages", "anthropic"),
+    (":streamGenerateContent", "gemini"),
+    (":generateContent", "gemini"),
+)
+
+
+def protocol_for_path(path: str) -> str | None:
+    """The protocol of a generation endpoint's path (``/v1/chat/completions`` is "chat"), or
+    None for any other path (model lists, token counts)."""
+    path = path.rstrip("/")
+    for suffix, protocol in ENDPOINTS:
+        if path.endswith(suffix):
+            return protocol
+    return None

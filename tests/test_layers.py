@@ -1,6 +1,9 @@
 """The layers of the repository, as its imports show them (read from the source, not run).
 
 - fastsse/ is sans-IO: it imports the standard library only, and nothing of the service.
+- fastsse/guard/ wraps an HTTP client's transport without importing one (httpx or httpx2 is
+  the application's); besides the standard library and fastsse it may import only what is
+  optional (OpenTelemetry), each under ``except ImportError``.  The core never imports it.
 - The service's core (everything in service/ but the HTTP layer, the app, the command line and
   the server's protocol) imports neither the API layer nor a web framework: ingest returns
   outcomes, the routes turn them into answers.
@@ -30,8 +33,12 @@ READS += ["api/routes/retries.py", "api/routes/categories.py"]
 def imported(path: Path, package: str) -> set[str]:
     """The absolute names of every module the file imports (relative imports resolved
     against ``package``, the file's own package)."""
+    return imported_by([ast.parse(path.read_text(), str(path))], package)
+
+
+def imported_by(nodes: list[ast.AST], package: str) -> set[str]:
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in (found for top in nodes for found in ast.walk(top)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -65,6 +72,28 @@ def test_the_library_imports_the_standard_library_only(path):
         top = name.split(".")[0]
         assert top == "fastsse" or top in sys.stdlib_module_names, f"{path.name} imports {name}"
         assert top not in ("socket", "asyncio", "subprocess", "logging"), f"{path.name} does I/O through {name}"
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "fastsse" / "guard").glob("*.py")), ids=lambda p: p.name)
+def test_the_guard_imports_no_http_library(path):
+    optional = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Try) and any(
+            isinstance(h.type, ast.Name) and h.type.id == "ImportError" for h in node.handlers
+        ):
+            optional |= imported_by(node.body, "fastsse.guard")
+    for name in imported(path, "fastsse.guard"):
+        top = name.split(".")[0]
+        if name in optional:
+            assert top == "opentelemetry", f"{path.name} imports {name}"
+            continue
+        assert top == "fastsse" or top in sys.stdlib_module_names, f"{path.name} imports {name}"
+        assert not name.startswith("fastsse_service"), f"{path.name} imports {name}"
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "fastsse").glob("*.py")), ids=lambda p: p.name)
+def test_the_core_never_imports_the_guard(path):
+    assert not any(name.startswith("fastsse.guard") for name in imported(path, "fastsse")), path.name
 
 
 @pytest.mark.parametrize("path", service_modules(http_layer=False), ids=lambda p: str(p.relative_to(SERVICE)))

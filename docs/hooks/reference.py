@@ -331,6 +331,7 @@ def command_lines() -> str:
 
 def library() -> str:
     import fastsse
+    import fastsse.guard
 
     out = [
         "# Library API",
@@ -339,21 +340,36 @@ def library() -> str:
         "API; `fastsse.IMPLEMENTATION` says which one runs.",
         "",
     ]
-    for name in sorted(fastsse.__all__, key=lambda n: (not n[0].isupper() or n.isupper(), n)):
-        value = getattr(fastsse, name)
+    out += _exported(fastsse, "", "##")
+    out += [
+        "## The guard: `fastsse.guard`",
+        "",
+        "Everything `fastsse.guard` exports ([how to use it](../applications/guard.md)).",
+        "",
+    ]
+    out += _exported(fastsse.guard, "fastsse.guard.", "###")
+    return "\n".join(out)
+
+
+def _exported(module, prefix: str, level: str) -> list[str]:
+    out: list[str] = []
+    for name in sorted(module.__all__, key=lambda n: (not n[0].isupper() or n.isupper(), n)):
+        value = getattr(module, name)
         if inspect.isclass(value) or inspect.isfunction(value) or inspect.isbuiltin(value):
-            out += _documented(name, value)
+            out += _documented(prefix + name, value, level)
             if inspect.isclass(value):
                 for member, attribute in vars(value).items():
                     if member.startswith("_") or not callable(attribute):
                         continue
-                    out += _documented(f"{name}.{member}", attribute, level="###")
+                    out += _documented(f"{prefix}{name}.{member}", attribute, level=level + "#")
         else:
             shown = json.dumps(value, default=str) if isinstance(value, (dict, tuple, list)) else repr(value)
+            if isinstance(value, frozenset):
+                shown = json.dumps(sorted(value))
             if len(shown) > 300:
                 shown = shown[:300] + " …"
-            out += [f"## `{name}`", "", f"`{shown}`", ""]
-    return "\n".join(out)
+            out += [f"{level} `{prefix}{name}`", "", f"`{shown}`", ""]
+    return out
 
 
 def _documented(name: str, value, level: str = "##") -> list[str]:

@@ -15,13 +15,10 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 
-# The generation endpoints, by the end of their path; anything else is passed through unjudged.
-_ENDPOINTS = (
-    ("/chat/completions", "chat"),
-    ("/responses", "responses"),
-    ("/messages", "anthropic"),
-)
-_GEMINI = re.compile(r"/models/(?P<model>[^/:]+):(?P<method>streamGenerateContent|generateContent)$")
+import fastsse
+
+# Gemini names the model in the path (the generation endpoints are fastsse.protocol_for_path's).
+_GEMINI_MODEL = re.compile(r"/models/(?P<model>[^/:]+):[A-Za-z]+$")
 
 # Tools by their User-Agent, first match wins: the coding CLIs, then the official SDKs (which
 # the CLIs built on them would otherwise be taken for).  Anything else: its first product token.
@@ -33,7 +30,7 @@ _USER_AGENTS = (
     (re.compile(r"^gemini-cli/", re.I), "gemini-cli"),
     (re.compile(r"^(Async)?OpenAI/Python\b"), "openai-python"),
     (re.compile(r"^OpenAI/JS\b"), "openai-node"),
-    (re.compile(r"^Anthropic/Python\b"), "anthropic-python"),
+    (re.compile(r"^(Async)?Anthropic/Python\b"), "anthropic-python"),
     (re.compile(r"^Anthropic/JS\b"), "anthropic-node"),
     (re.compile(r"google-genai-sdk/"), "google-genai"),
 )
@@ -61,15 +58,16 @@ def generation(method: str, path: str, body: bytes, query: bytes = b"") -> Gener
     if method != "POST":
         return None
     path = path.rstrip("/")
-    gemini = _GEMINI.search(path)
-    if gemini:
+    protocol = fastsse.protocol_for_path(path)
+    if protocol == "gemini":
+        named = _GEMINI_MODEL.search(path)
         sse = b"alt=sse" in query.split(b"&")
-        return Generation("gemini", gemini["method"] == "streamGenerateContent" and sse, model_name(gemini["model"]))
-    for suffix, protocol in _ENDPOINTS:
-        if path.endswith(suffix):
-            fields = _json_object(body)
-            return Generation(protocol, fields.get("stream") is True, model_name(fields.get("model")))
-    return None
+        streamed = path.endswith(":streamGenerateContent") and sse
+        return Generation("gemini", streamed, model_name(named["model"]) if named else None)
+    if protocol is None:
+        return None
+    fields = _json_object(body)
+    return Generation(protocol, fields.get("stream") is True, model_name(fields.get("model")))
 
 
 def _json_object(body: bytes) -> dict:

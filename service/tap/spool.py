@@ -21,7 +21,10 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+try:
+    import httpx
+except ImportError:  # an application with only httpx2 (the current SDKs), for the guard's reporter
+    import httpx2 as httpx  # type: ignore[no-redef]
 
 log = logging.getLogger(__name__)
 

@@ -89,6 +89,13 @@ class Outcome:
         return (text[:limit] + "…") if len(text) > limit else text
 
 
+def fault_prefix(client: Client, fault: str) -> str:
+    """The mock's path prefix for one case: F0, or the fault's -once form named for the
+    client (so that each case's once is its own)."""
+    slug = re.sub(r"[^\w-]", "", client.name.replace(" ", "-"))
+    return "F0" if fault == "F0" else f"{fault}-once.{slug}"
+
+
 def answer_prefix() -> str:
     return "Sentence 1 of"
 
@@ -99,18 +106,24 @@ class Client:
     pin: Pin
     protocol: str  # the protocol it speaks here
     tool: str  # what the tap tells from its User-Agent
+    # Through the tap, which posts what it relays; else straight to the mock, the client
+    # posting its verdicts itself (the guard's reporter), or (proxied) through LiteLLM's
+    # proxy, which posts them.
+    tapped: bool = True
+    proxied: bool = False
 
-    def run(self, base: str, home: Path, timeout: float = 90) -> Outcome:
-        """Run once against the tap at ``base`` (scheme://host:port/PREFIX)."""
+    def run(self, base: str, home: Path, timeout: float = 90, env: dict | None = None) -> Outcome:
+        """Run once against ``base`` (scheme://host:port/PREFIX: the tap, or the mock)."""
         home.mkdir(parents=True, exist_ok=True)
-        command, env, cwd = self.command(base, home)
+        command, own_env, cwd = self.command(base, home)
         full_env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(home),
             "LANG": "C.UTF-8",
             "NO_COLOR": "1",
             "TERM": "dumb",
-            **env,
+            **own_env,
+            **(env or {}),
         }
         try:
             done = subprocess.run(
@@ -137,10 +150,59 @@ def _text(raw) -> str:
 class SdkApp(Client):
     """sdk_client.py under the SDK's own interpreter."""
 
+    flags: tuple[str, ...] = ()
+
     def command(self, base, home):
         app = {"chat": "openai-chat", "responses": "openai-responses"}.get(self.protocol, self.protocol)
         url = base + "/v1" if self.pin.package == "openai" else base
-        return ([str(self.pin.directory / "bin" / "python"), str(HERE / "sdk_client.py"), app, url], {}, home)
+        python = str(self.pin.directory / "bin" / "python")
+        return ([python, str(HERE / "sdk_client.py"), app, url, *self.flags], {}, home)
+
+
+@dataclass(frozen=True)
+class GuardedSdkApp(SdkApp):
+    """sdk_client.py with fastsse.guard in the SDK's HTTP client and its reporter posting to
+    the service: straight to the mock, no tap.  fastsse comes from this checkout (the test
+    puts it on PYTHONPATH, with the reporter's spool and the service's address)."""
+
+    mode: str = "sync"
+    tapped: bool = False
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        return ("--guard", "--async") if self.mode == "async" else ("--guard",)
+
+
+@dataclass(frozen=True)
+class LitellmLibrary(Client):
+    """litellm_client.py: ``litellm.completion`` (or ``acompletion``) on the mock, with
+    fastsse_service.litellm_guard installed, its reporter posting to the service (no tap);
+    or, ``tapped``, LiteLLM as it is, through the tap."""
+
+    provider: str = "openai"
+    mode: str = "sync"
+    tapped: bool = False
+
+    def command(self, base, home):
+        flags = [*([] if self.tapped else ["--guard"]), *(["--async"] if self.mode == "async" else [])]
+        python = str(self.pin.directory / "bin" / "python")
+        env = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY_DISABLED": "true"}
+        return [python, str(HERE / "litellm_client.py"), "library", base, self.provider, *flags], env, home
+
+
+@dataclass(frozen=True)
+class LitellmProxyClient(Client):
+    """A plain openai SDK app (litellm_client.py proxy) asking the LiteLLM proxy, which runs
+    with fastsse_service.litellm_guard installed by its worker start-up hook (the test's
+    ``litellm_proxy``: a model per fault, each on the mock under that fault's prefix)."""
+
+    tapped: bool = False
+    proxied: bool = True
+
+    def command(self, base, home):
+        proxy_url, model = base.rsplit("#", 1)  # the test passes PROXY_URL#MODEL
+        python = str(self.pin.directory / "bin" / "python")
+        return [python, str(HERE / "litellm_client.py"), "proxy", proxy_url, model], {}, home
 
 
 PROMPT = "Say hello."
@@ -279,4 +341,24 @@ CLIENTS = (
     SdkApp("openai-python (responses)", BY_NAME["openai-python"], "responses", "openai-python"),
     SdkApp("anthropic-python", BY_NAME["anthropic-python"], "anthropic", "anthropic-python"),
     SdkApp("google-genai", BY_NAME["google-genai"], "gemini", "google-genai"),
+    *(
+        GuardedSdkApp(f"{name} + guard{'' if mode == 'sync' else ' (async)'}", BY_NAME[pin], protocol, tool, mode=mode)
+        for name, pin, protocol, tool in (
+            ("openai-python (chat)", "openai-python", "chat", "openai-python"),
+            ("openai-python (responses)", "openai-python", "responses", "openai-python"),
+            ("anthropic-python", "anthropic-python", "anthropic", "anthropic-python"),
+            ("google-genai", "google-genai", "gemini", "google-genai"),
+        )
+        for mode in ("sync", "async")
+    ),
+    # LiteLLM sends its openai SDK's User-Agent upstream (OpenAI/Python); with the guard, the
+    # reporter names it.
+    LitellmLibrary("litellm (library, openai/)", BY_NAME["litellm"], "chat", "openai-python", tapped=True),
+    LitellmLibrary(
+        "litellm (library, gemini/)", BY_NAME["litellm"], "gemini", "litellm", provider="gemini", tapped=True
+    ),
+    LitellmLibrary("litellm (library, openai/) + guard", BY_NAME["litellm"], "chat", "litellm"),
+    LitellmLibrary("litellm (library, openai/) + guard (async)", BY_NAME["litellm"], "chat", "litellm", mode="async"),
+    LitellmLibrary("litellm (library, gemini/) + guard", BY_NAME["litellm"], "gemini", "litellm", provider="gemini"),
+    LitellmProxyClient("litellm proxy (openai/) + guard", BY_NAME["litellm"], "chat", "litellm"),
 )

@@ -4,11 +4,15 @@ whole matrix; the matrix's rows are written to test-artifacts/ when the session 
 from __future__ import annotations
 
 import json
+import os
+import secrets
+import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from loadtests.wire import FAULTS
+from loadtests.wire import F2C_PROTOCOLS, FAULTS
 from tests.loadtests.mock_helpers import Mock
 from tests.service.conftest import INGEST_SECRET, TOKENS, ThreadServer
 
@@ -56,6 +60,83 @@ def tap(mock, service, tmp_path_factory):
     with ThreadServer(app) as running:
         running.tap = app
         yield running
+
+
+@pytest.fixture(scope="session")
+def guard_path(tmp_path_factory):
+    """A directory for PYTHONPATH that holds this checkout's fastsse and fastsse_service (the
+    guard and its reporter), for a client run by its own interpreter."""
+    path = tmp_path_factory.mktemp("guard-path")
+    repo = Path(__file__).resolve().parents[2]
+    (path / "fastsse").symlink_to(repo / "fastsse")
+    (path / "fastsse_service").symlink_to(repo / "service")
+    return path
+
+
+@pytest.fixture(scope="session")
+def litellm_proxy(mock, service, guard_path, tmp_path_factory):
+    """LiteLLM's proxy, with fastsse_service.litellm_guard installed by its worker start-up
+    hook, reporting to the service; a model per case of the proxied clients (mock-PREFIX, on
+    the mock under that prefix).  A throwaway home, a random master key, 127.0.0.1 only."""
+    from loadtests.localhost import free_port, wait_until_answering
+
+    from .clients import CLIENTS, fault_prefix
+    from .install import BY_NAME, installed
+
+    pin = BY_NAME["litellm"]
+    if not installed(pin):
+        pytest.fail(f"litellm {pin.version} is not installed (python -m tests.e2e.install)")
+    home = tmp_path_factory.mktemp("litellm-proxy")
+    models = [
+        f"  - model_name: mock-{prefix}\n"
+        f"    litellm_params: {{model: openai/mock-model, api_base: 'http://127.0.0.1:{mock.port}/{prefix}/v1', "
+        "api_key: sk-e2e-not-a-real-key}"
+        for client in CLIENTS
+        if client.proxied
+        for fault in FAULTS
+        if fault != "F2C" or client.protocol in F2C_PROTOCOLS
+        for prefix in [fault_prefix(client, fault)]
+    ]
+    config = home / "config.yaml"
+    config.write_text(
+        "model_list:\n" + "\n".join(models) + "\ngeneral_settings:\n  master_key: os.environ/LITELLM_MASTER_KEY\n"
+    )
+    key = "sk-" + secrets.token_hex(24)
+    port = free_port()
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "LITELLM_MASTER_KEY": key,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "LITELLM_TELEMETRY_DISABLED": "true",
+        "LITELLM_WORKER_STARTUP_HOOKS": "fastsse_service.litellm_guard:install_from_environment",
+        "PYTHONPATH": str(guard_path),
+        "FASTSSE_INGEST": service.url,
+        "FASTSSE_INGEST_TOKEN": INGEST_SECRET,
+        "FASTSSE_SPOOL_DIR": str(home / "spool"),
+    }
+    log = open(home / "proxy.log", "w")  # noqa: SIM115 - open while the proxy runs
+    process = subprocess.Popen(
+        [str(pin.directory / "bin" / "litellm"), "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        cwd=home,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        if not wait_until_answering(url + "/health/liveliness", process, timeout=120):
+            pytest.fail(f"the LiteLLM proxy did not start: {(home / 'proxy.log').read_text()[-3000:]}")
+        yield SimpleNamespace(url=url, key=key, log=home / "proxy.log")
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
 
 
 @pytest.fixture(scope="session")

@@ -28,6 +28,7 @@ class Pin:
     manager: str  # npm | pip | pip313 (kimi-cli needs Python 3.13)
     package: str
     version: str
+    requirements: str | None = None  # a file beside this one, installed with it (pinned)
 
     @property
     def directory(self) -> Path:
@@ -41,6 +42,8 @@ PINS = (
     Pin("codex", "npm", "@openai/codex", "0.171.0"),
     Pin("claude-code", "npm", "@anthropic-ai/claude-code", "2.1.332"),
     Pin("kimi-cli", "pip313", "kimi-cli", "1.52.0"),
+    # The library and its proxy: litellm[proxy] cannot be installed as such (see the file).
+    Pin("litellm", "pip", "litellm", "1.110.2", requirements="litellm-requirements.txt"),
 )
 BY_NAME = {pin.name: pin for pin in PINS}
 
@@ -113,6 +116,7 @@ def _install(pin: Pin, log) -> None:
             "--quiet",
             "--disable-pip-version-check",
             f"{pin.package}=={pin.version}",
+            *(["-r", str(Path(__file__).resolve().parent / pin.requirements)] if pin.requirements else []),
         ],
         log,
     )

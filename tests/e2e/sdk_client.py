@@ -3,63 +3,141 @@ as it comes, exit 0 when the SDK is done, 1 with the exception when it raises.  
 nothing the SDK does not check itself (no finish reason, no end event): the matrix measures
 what the SDK tells a plain app.  Run by the SDK's own interpreter (see install.py):
 
-    python sdk_client.py openai-chat|openai-responses|anthropic|gemini BASE_URL
+    python sdk_client.py openai-chat|openai-responses|anthropic|gemini BASE_URL [--async] [--guard]
+
+``--guard`` adds the three lines of fastsse.guard to the app (the SDK's HTTP client gets the
+guard's transport, with a reporter that sends what it judged to $FASTSSE_INGEST); ``--async``
+runs the app on the SDK's async client.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import sys
 
 PROMPT = "Say something long."
 KEY = "sk-e2e-not-a-real-key"
 
 
-def openai_chat(base_url: str) -> None:
+def http_clients(guard) -> dict:
+    """The SDK's HTTP client, guarded (the application's three lines), or the SDK's own."""
+    if guard is None:
+        return {}
+    import httpx2
+
+    from fastsse.guard import AsyncTransport, Transport
+
+    return {
+        "sync": httpx2.Client(transport=Transport(httpx2.HTTPTransport(), reporter=guard), timeout=20),
+        "async": httpx2.AsyncClient(transport=AsyncTransport(httpx2.AsyncHTTPTransport(), reporter=guard), timeout=20),
+    }
+
+
+def openai_chat(base_url: str, http: dict, mode: str):
     import openai
 
-    client = openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=2, timeout=20)
-    stream = client.chat.completions.create(
-        model="mock-model", stream=True, messages=[{"role": "user", "content": PROMPT}]
-    )
-    for chunk in stream:
-        for choice in chunk.choices:
-            if choice.delta and choice.delta.content:
-                sys.stdout.write(choice.delta.content)
+    if mode == "sync":
+        client = openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=2, timeout=20, http_client=http.get("sync"))
+        stream = client.chat.completions.create(
+            model="mock-model", stream=True, messages=[{"role": "user", "content": PROMPT}]
+        )
+        for chunk in stream:
+            for choice in chunk.choices:
+                if choice.delta and choice.delta.content:
+                    sys.stdout.write(choice.delta.content)
+        return None
+
+    async def run():
+        client = openai.AsyncOpenAI(
+            base_url=base_url, api_key=KEY, max_retries=2, timeout=20, http_client=http.get("async")
+        )
+        stream = await client.chat.completions.create(
+            model="mock-model", stream=True, messages=[{"role": "user", "content": PROMPT}]
+        )
+        async for chunk in stream:
+            for choice in chunk.choices:
+                if choice.delta and choice.delta.content:
+                    sys.stdout.write(choice.delta.content)
+
+    return run()
 
 
-def openai_responses(base_url: str) -> None:
+def openai_responses(base_url: str, http: dict, mode: str):
     import openai
 
-    client = openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=2, timeout=20)
-    for event in client.responses.create(model="mock-model", input=PROMPT, stream=True):
-        if event.type == "response.output_text.delta":
-            sys.stdout.write(event.delta)
+    if mode == "sync":
+        client = openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=2, timeout=20, http_client=http.get("sync"))
+        for event in client.responses.create(model="mock-model", input=PROMPT, stream=True):
+            if event.type == "response.output_text.delta":
+                sys.stdout.write(event.delta)
+        return None
+
+    async def run():
+        client = openai.AsyncOpenAI(
+            base_url=base_url, api_key=KEY, max_retries=2, timeout=20, http_client=http.get("async")
+        )
+        async for event in await client.responses.create(model="mock-model", input=PROMPT, stream=True):
+            if event.type == "response.output_text.delta":
+                sys.stdout.write(event.delta)
+
+    return run()
 
 
-def anthropic_messages(base_url: str) -> None:
+def anthropic_messages(base_url: str, http: dict, mode: str):
     import anthropic
 
-    client = anthropic.Anthropic(base_url=base_url, api_key=KEY, max_retries=2, timeout=20)
-    with client.messages.stream(
-        model="mock-model", max_tokens=1024, messages=[{"role": "user", "content": PROMPT}]
-    ) as stream:
-        for text in stream.text_stream:
-            sys.stdout.write(text)
+    if mode == "sync":
+        client = anthropic.Anthropic(
+            base_url=base_url, api_key=KEY, max_retries=2, timeout=20, http_client=http.get("sync")
+        )
+        with client.messages.stream(
+            model="mock-model", max_tokens=1024, messages=[{"role": "user", "content": PROMPT}]
+        ) as stream:
+            for text in stream.text_stream:
+                sys.stdout.write(text)
+        return None
+
+    async def run():
+        client = anthropic.AsyncAnthropic(
+            base_url=base_url, api_key=KEY, max_retries=2, timeout=20, http_client=http.get("async")
+        )
+        async with client.messages.stream(
+            model="mock-model", max_tokens=1024, messages=[{"role": "user", "content": PROMPT}]
+        ) as stream:
+            async for text in stream.text_stream:
+                sys.stdout.write(text)
+
+    return run()
 
 
-def gemini(base_url: str) -> None:
+def gemini(base_url: str, http: dict, mode: str):
     from google import genai
     from google.genai import types
 
+    own = {"httpx_client": http["sync"], "httpx_async_client": http["async"]} if http else {}
     client = genai.Client(
         api_key=KEY,
         http_options=types.HttpOptions(
-            base_url=base_url, api_version="v1beta", timeout=20_000, retry_options=types.HttpRetryOptions(attempts=3)
+            base_url=base_url,
+            api_version="v1beta",
+            timeout=20_000,
+            retry_options=types.HttpRetryOptions(attempts=3),
+            **own,
         ),
     )
-    for chunk in client.models.generate_content_stream(model="gemini-2.5-flash", contents=PROMPT):
-        if chunk.text:
-            sys.stdout.write(chunk.text)
+    if mode == "sync":
+        for chunk in client.models.generate_content_stream(model="gemini-2.5-flash", contents=PROMPT):
+            if chunk.text:
+                sys.stdout.write(chunk.text)
+        return None
+
+    async def run():
+        async for chunk in await client.aio.models.generate_content_stream(model="gemini-2.5-flash", contents=PROMPT):
+            if chunk.text:
+                sys.stdout.write(chunk.text)
+
+    return run()
 
 
 APPS = {
@@ -70,14 +148,39 @@ APPS = {
 }
 
 
+def reporter():
+    """The guard's reporter, to the service the matrix runs ($FASTSSE_INGEST)."""
+    from fastsse_service.reporter import Reporter
+
+    return Reporter(
+        os.environ["FASTSSE_INGEST"], os.environ["FASTSSE_INGEST_TOKEN"], spool_dir=os.environ["FASTSSE_SPOOL_DIR"]
+    )
+
+
+def told_by_guard(exc: BaseException) -> None:
+    """Say the category of the guard's StreamFailed, if it is the exception or among its causes."""
+    guard = sys.modules.get("fastsse.guard")
+    failure = guard.stream_failure(exc) if guard is not None else None
+    if failure is not None:
+        print(f"fastsse.guard: {failure.category}", file=sys.stderr)
+
+
 def main() -> int:
     app, base_url = sys.argv[1], sys.argv[2]
+    mode = "async" if "--async" in sys.argv[3:] else "sync"
+    guard = reporter() if "--guard" in sys.argv[3:] else None
     try:
-        APPS[app](base_url)
+        running = APPS[app](base_url, http_clients(guard), mode)
+        if running is not None:
+            asyncio.run(running)
     except Exception as exc:  # noqa: BLE001 - what the SDK raised is the finding
         sys.stdout.flush()
         print(f"\nERROR {type(exc).__module__}.{type(exc).__name__}: {exc}", file=sys.stderr)
+        told_by_guard(exc)
         return 1
+    finally:
+        if guard is not None:
+            guard.close()  # posts what the guard judged (else at exit)
     sys.stdout.flush()
     return 0
 

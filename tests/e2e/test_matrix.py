@@ -11,7 +11,6 @@ asserted: that is the finding (but a client must handle F0, or the mock is wrong
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timezone
 
 import httpx
@@ -19,9 +18,9 @@ import pytest
 
 from loadtests.localhost import wait_until
 from loadtests.wire import EXPECTED_OVER_HTTP, F2C_PROTOCOLS, FAULTS
-from tests.service.conftest import READ
+from tests.service.conftest import INGEST_SECRET, READ
 
-from .clients import CLIENTS
+from .clients import CLIENTS, fault_prefix
 from .install import installed, status
 
 CASES = [
@@ -37,14 +36,15 @@ def stored_since(service_url: str, since: str) -> list[dict]:
 
 def settle(tap, service_url: str, since: str, streams: int) -> list[dict]:
     """The verdicts stored since ``since``, once there is one for each of the ``streams`` the
-    mock answered and the tap has nothing left to post: it captures a stream after the client
-    has its end, and posts it in the background.  If that never comes, what is stored after
-    30 s: the test's assertions then say what is missing, beside the client's output."""
+    mock answered and the tap (if the client went through it) has nothing left to post: it
+    captures a stream after the client has its end, and posts it in the background.  If that
+    never comes, what is stored after 30 s: the test's assertions then say what is missing,
+    beside the client's output.  (A guarded client posts its own before it exits.)"""
     stored: list[dict] = []
 
     def settled() -> bool:
         stored[:] = stored_since(service_url, since)
-        return len(stored) >= streams and not (tap.tap.poster.waiting() or tap.tap._spooling)
+        return len(stored) >= streams and not (tap and (tap.tap.poster.waiting() or tap.tap._spooling))
 
     try:
         wait_until(settled, what=f"a verdict for each of the {streams} streams", timeout=30, interval=0.05)
@@ -54,21 +54,32 @@ def settle(tap, service_url: str, since: str, streams: int) -> list[dict]:
 
 
 @pytest.mark.parametrize(("client", "fault"), CASES, ids=[f"{c.name.replace(' ', '')}-{f}" for c, f in CASES])
-def test_client_against_fault(client, fault, mock, service, tap, matrix_rows, tmp_path):
+def test_client_against_fault(client, fault, mock, service, tap, guard_path, matrix_rows, tmp_path, request):
     if not installed(client.pin):
         reason = status().get(client.pin.name, {}).get("error", "not installed")
         pytest.fail(
             f"{client.pin.package} {client.pin.version} is not installed: {reason} "
             "(make test installs it: python -m tests.e2e.install)"
         )
-    slug = re.sub(r"[^\w-]", "", client.name.replace(" ", "-"))
-    prefix = "F0" if fault == "F0" else f"{fault}-once.{slug}"
+    prefix = fault_prefix(client, fault)
     since = datetime.now(timezone.utc).isoformat()
     before = len(mock.entries())
-    outcome = client.run(f"{tap.url}/{prefix}", tmp_path / "home")
+    if client.tapped:
+        outcome = client.run(f"{tap.url}/{prefix}", tmp_path / "home")
+    elif client.proxied:
+        proxy = request.getfixturevalue("litellm_proxy")
+        outcome = client.run(f"{proxy.url}#mock-{prefix}", tmp_path / "home", env={"LITELLM_KEY": proxy.key})
+    else:
+        env = {
+            "PYTHONPATH": str(guard_path),
+            "FASTSSE_INGEST": service.url,
+            "FASTSSE_INGEST_TOKEN": INGEST_SECRET,
+            "FASTSSE_SPOOL_DIR": str(tmp_path / "spool"),
+        }
+        outcome = client.run(f"http://127.0.0.1:{mock.port}/{prefix}", tmp_path / "home", env=env)
     outcome.requests = mock.entries()[before:]
     streamed = [e for e in outcome.generations if e.get("kind") == "stream"]
-    stored = settle(tap, service.url, since, len(streamed))
+    stored = settle(tap if client.tapped else None, service.url, since, len(streamed))
     categories = [v["category"] for v in stored]
     matrix_rows.append(
         {
@@ -101,3 +112,8 @@ def test_client_against_fault(client, fault, mock, service, tap, matrix_rows, tm
     # stored in may differ from the order they were made, if a retry's body differed).
     caught = [c for c in categories if c != "complete"]
     assert caught == [EXPECTED_OVER_HTTP[fault]], context
+    if not client.tapped:  # the guard told the application, with the fault's category
+        assert outcome.grade() in ("L2", "L3"), context
+        if not client.proxied:  # the proxy's own client gets LiteLLM's error event, not the exception
+            told = f"fastsse.guard: {EXPECTED_OVER_HTTP[fault]}" in outcome.stderr
+            assert told or (client.protocol, fault) == ("gemini", "error"), context

@@ -78,6 +78,7 @@ def test_a_model_name_is_kept_in_the_identifier_alphabet():
         ("OpenAI/Python 3.57.0", "openai-python"),
         ("AsyncOpenAI/Python 2.14.0", "openai-python"),  # kimi-cli 1.52.0 sends only this
         ("Anthropic/Python 2.14.0", "anthropic-python"),
+        ("AsyncAnthropic/Python 2.14.0", "anthropic-python"),  # the async client says so
         ("google-genai-sdk/3.6.1 gl-python/3.11.2", "google-genai"),
         ("curl/8.5.0", "curl"),
         ("", None),

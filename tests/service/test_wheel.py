@@ -91,6 +91,7 @@ def test_the_wheel_carries_the_migrations_and_no_build_inputs(installed):
     assert any(n.startswith("fastsse/_scanner.") and n.endswith(".so") for n in names)
     assert "fastsse/py.typed" in names  # the public API's types reach its users
     assert "fastsse/_scanner.pyi" in names
+    assert "fastsse/guard/__init__.py" in names and "fastsse_service/reporter.py" in names
     assert not [n for n in names if n.endswith((".pyx", ".pxd", ".h", ".c"))]
 
 

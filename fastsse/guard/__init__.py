@@ -1,0 +1,39 @@
+"""The guard: fastsse inside an application's HTTP client, where a cut answer would otherwise
+pass for a finished one.
+
+Wrap the transport the SDK's client uses (httpx or httpx2; neither is a dependency)::
+
+    import httpx2, openai
+    from fastsse.guard import StreamFailed, Transport
+
+    client = openai.OpenAI(http_client=httpx2.Client(transport=Transport(httpx2.HTTPTransport())))
+
+Every streamed answer is judged as the application reads it, unbuffered and unchanged, with the
+protocol told by the request's path (or detected).  When the verdict is not complete, the
+application gets ``StreamFailed`` (carrying the ``Verdict``) at the moment the SDK is done with
+the stream: raised where it reads, or as the cause of the SDK's own error
+(``stream_failure(exc)`` finds it).  A transport error
+in the middle of an answer becomes a ``StreamFailed`` too (``transport_error``), raised from
+it.  Answers that do not stream, and answers that are not a success, pass untouched.
+
+Options (keywords of ``Transport`` and ``AsyncTransport``):
+
+- ``raise_on``: the categories that raise (default: every one but ``complete``; an empty set
+  raises nothing, for a guard that only watches);
+- ``on_verdict(verdict, request)``: called with every verdict, complete ones too;
+- ``reporter``: sends each judged answer to the verdict service in the background
+  (``fastsse_service.reporter.Reporter``);
+- ``protocol``: the protocol of every answer, instead of the one the path tells;
+- ``mark_span``: with ``opentelemetry-api`` installed, the current span is marked (default on).
+
+This package, unlike the rest of fastsse, lives beside I/O: it wraps a transport.  It does none
+of its own (the reporter does, and is the service's).
+"""
+
+from ._judgement import FAILURES, Finished, Reporter, StreamFailed, stream_failure
+from ._transport import AsyncTransport, Transport
+
+for _public in (AsyncTransport, Finished, StreamFailed, Transport, stream_failure):
+    _public.__module__ = __name__  # tracebacks and reprs name fastsse.guard, not its private modules
+
+__all__ = ["FAILURES", "AsyncTransport", "Finished", "Reporter", "StreamFailed", "Transport", "stream_failure"]

@@ -1,0 +1,197 @@
+"""One guarded answer, whatever the HTTP library: the scanner it is fed to, the verdict at its
+end, and what happens then (``on_verdict``, the span, the reporter, ``StreamFailed``).
+
+The transports (``_transport.py``) call ``feed`` with each chunk the application reads and
+``finish`` when the body ends, breaks, or is closed; everything else is here.
+"""
+
+from __future__ import annotations
+
+import sys
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .. import CATEGORIES, Scanner, Verdict
+from . import _span
+
+FAILURES = frozenset(CATEGORIES) - {"complete"}
+# Encodings the guard can read to judge (the answer still reaches the client as it came).
+# (47: gzip or zlib, told by the header, as httpx's decoders read them)
+_DECODABLE = {"gzip": 47, "x-gzip": 47, "deflate": 47}
+_DECODED_PIECE = 64 * 1024
+# A stream that a reader leaves before its end is not judged: that cut is the reader's own
+# (as the tap does for a client that hangs up).  These are the verdicts of such a cut.
+_LEFT_EARLY = frozenset({"no_end_marker", "buffer_residual"})
+
+
+class StreamFailed(Exception):
+    """A streamed answer that is not complete: ``verdict`` says how (its ``message`` is this
+    exception's), ``retryable`` whether sending the same request again can help."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        super().__init__(verdict.message)
+        self.verdict = verdict
+
+    @property
+    def category(self) -> str:
+        return self.verdict.category
+
+    @property
+    def retryable(self) -> bool:
+        return self.verdict.retryable
+
+    def __reduce__(self) -> tuple[type[StreamFailed], tuple[Verdict]]:
+        return (type(self), (self.verdict,))
+
+
+def stream_failure(exc: BaseException | None) -> StreamFailed | None:
+    """The ``StreamFailed`` that ``exc`` is, or that caused it (its ``__cause__`` or
+    ``__context__``, however deep); None when there is none."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, StreamFailed):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """A judged answer as a reporter gets it: the request it answered, how it ended, and its
+    bytes (decoded, as judged)."""
+
+    method: str
+    path: str
+    query: bytes
+    headers: Any  # the request's headers (httpx's Headers: case-insensitive)
+    request_body: bytes | None  # None when the request streamed its body
+    status: int
+    protocol: str
+    transport: str  # how the body ended: one of fastsse.TRANSPORTS
+    body: bytes
+    verdict: Verdict
+
+
+class Reporter(Protocol):
+    """What the guard hands finished answers to (``fastsse_service.reporter.Reporter`` sends
+    them to the verdict service).  ``report`` must return at once and never raise."""
+
+    capture_limit: int  # the largest answer kept for it, in bytes; past it, none is reported
+
+    def report(self, finished: Finished) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    protocol: str | None
+    raise_on: frozenset[str]
+    on_verdict: Callable[[Verdict, Any], None] | None
+    reporter: Reporter | None
+    mark_span: bool
+
+
+class Judgement:
+    def __init__(self, options: Options, request: Any, response: Any, protocol: str, encoding: str) -> None:
+        self._options = options
+        self._request = request
+        self._status = response.status_code
+        self._protocol = protocol
+        self._scanner = Scanner(protocol)
+        self._decoder = zlib.decompressobj(_DECODABLE[encoding]) if encoding in _DECODABLE else None
+        reporter = options.reporter
+        self._capture: list[bytes] | None = [] if reporter is not None and reporter.capture_limit > 0 else None
+        self._captured = 0
+        self.verdict: Verdict | None = None
+        self._done = False
+        # The exception being handled when the request was made (a retry in an except block):
+        # not one on its way out when the answer is closed.
+        self._handled = sys.exc_info()[1]
+
+    def feed(self, chunk: bytes) -> None:
+        decoder = self._decoder
+        if decoder is None:
+            self._judge(chunk)
+            return
+        if self._done:
+            return
+        # Decoded a piece at a time: a small chunk that inflates to gigabytes (a bomb) is
+        # judged in bounded memory (the scanner bounds what it keeps).
+        try:
+            piece = decoder.decompress(chunk, _DECODED_PIECE)
+            while piece:
+                self._judge(piece)
+                tail = decoder.unconsumed_tail
+                piece = decoder.decompress(tail, _DECODED_PIECE) if tail else b""
+        except zlib.error:
+            # Not what its Content-Encoding says (or raw deflate): the guard cannot read it,
+            # and judges nothing rather than call a whole answer cut.
+            self._done = True
+
+    def _judge(self, chunk: bytes) -> None:
+        self._scanner.feed(chunk)
+        if self._capture is not None:
+            self._captured += len(chunk)
+            if self._captured > self._options.reporter.capture_limit:  # type: ignore[union-attr]
+                self._capture = None
+            else:
+                self._capture.append(chunk)
+
+    def finish(self, transport: str, *, early: bool = False) -> StreamFailed | None:
+        """Judge the answer once: at its end (``transport``: how it ended), or ``early`` when
+        the reader closed it before its end (then judged only if it had ended as far as the
+        reader cares: a terminal event read, or an error).  The failure to raise, if any."""
+        if self._done:
+            return None
+        self._done = True
+        verdict = self._scanner.close(transport)
+        if early and verdict.category in _LEFT_EARLY:
+            return None
+        self.verdict = verdict
+        options = self._options
+        failed = verdict.category in options.raise_on
+        if options.mark_span:
+            _span.mark(verdict)
+        if options.reporter is not None and self._capture is not None:
+            self._report(options.reporter, transport, verdict)
+        if options.on_verdict is not None:
+            options.on_verdict(verdict, self._request)
+        return StreamFailed(verdict) if failed else None
+
+    def _report(self, reporter: Reporter, transport: str, verdict: Verdict) -> None:
+        request = self._request
+        try:
+            body: bytes | None = request.content
+        except Exception:  # noqa: BLE001 - a streamed request body (RequestNotRead): none to give
+            body = None
+        finished = Finished(
+            method=request.method,
+            path=request.url.path,
+            query=request.url.query,
+            headers=request.headers,
+            request_body=body,
+            status=self._status,
+            protocol=self._protocol,
+            transport=transport,
+            body=b"".join(self._capture or ()),
+            verdict=verdict,
+        )
+        self._capture = None
+        try:
+            reporter.report(finished)
+        except Exception:  # noqa: BLE001, S110 - a reporter never fails the application
+            pass
+
+    def deliver(self, failure: StreamFailed | None) -> None:
+        """Raise ``failure`` where the reader closed the answer; but if another exception is on
+        its way out (the SDK's own error, or the reader leaving its loop), make the failure its
+        cause instead of replacing it: the application keeps the exception it expects."""
+        if failure is None:
+            return
+        current = sys.exc_info()[1]
+        if current is None or current is self._handled:
+            raise failure
+        if not isinstance(current, GeneratorExit) and current.__cause__ is None:
+            current.__cause__ = failure
