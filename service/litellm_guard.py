@@ -19,8 +19,9 @@ LiteLLM builds its HTTP clients in several places, and has no public hook for th
 ``litellm.aclient_session``; litellm's own handlers (Anthropic, Gemini, the Responses API) take
 their synchronous transport from ``litellm.sync_transport`` and build their asynchronous one in
 ``AsyncHTTPHandler.create_async_transport``, which this module wraps.  These are litellm's
-internals: ``tests/e2e/test_litellm.py`` runs the pinned version, library and proxy, so an
-upgrade that moves them fails there first.
+internals: the end-to-end matrix (``tests/e2e/``) runs the pinned version, library and proxy,
+so an upgrade that moves them fails there first.  Like any client given its own transport,
+these no longer read ``HTTPS_PROXY`` from the environment (see the docs' guard page).
 
 What the guard raises reaches LiteLLM in the middle of its stream: LiteLLM turns it into its
 own error (``MidStreamFallbackError`` in chat completions), and the proxy sends its client an
@@ -44,6 +45,9 @@ class _SharedTransport(Transport):
     the others: it is closed with the process."""
 
     def close(self) -> None:
+        pass
+
+    def __exit__(self, *exc_info: Any) -> None:
         pass
 
 
@@ -73,7 +77,7 @@ def install(*, reporter: Any = None, raise_on: Any = None, on_verdict: Any = Non
         inner = original(*args, **kwargs)
         if inner is None:  # litellm's way to ask for httpx's default transport
             context = kwargs.get("ssl_context")
-            verify = context if context is not None else kwargs.get("ssl_verify") is not False
+            verify = context if context is not None else kwargs.get("ssl_verify", True)
             inner = httpx.AsyncHTTPTransport(verify=verify, limits=kwargs.get("limits") or httpx.Limits())
         return AsyncTransport(inner, **options)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import logging
+import os
 import threading
 import uuid
 from datetime import datetime, timezone
@@ -76,10 +77,15 @@ class Reporter:
         self._loop = asyncio.new_event_loop()
         self._queue: asyncio.Queue = asyncio.Queue()
         self._handed = 0  # handed over, not yet given to the poster
+        self._pid = os.getpid()  # a forked child has no reporter thread: it drops, counted
+        self._failed: BaseException | None = None
         started = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(started,), name="fastsse-reporter", daemon=True)
         self._thread.start()
         started.wait()
+        if self._failed is not None:
+            self._thread.join(5)
+            raise RuntimeError(f"the reporter could not start: {self._failed}") from self._failed
         atexit.register(self.close)
 
     # -- the application's side -----------------------------------------------------------
@@ -87,7 +93,8 @@ class Reporter:
         """Hand one judged answer over (``fastsse.guard.Finished``); returns at once."""
         size = len(finished.body) + len(finished.request_body or b"")
         with self._lock:
-            if self._closed or self._waiting_bytes + size > self.max_waiting_bytes:
+            gone = self._closed or os.getpid() != self._pid
+            if gone or self._waiting_bytes + size > self.max_waiting_bytes:
                 self.dropped += 1
                 return
             self._waiting_bytes += size
@@ -111,6 +118,8 @@ class Reporter:
             if self._closed:
                 return
             self._closed = True
+        if os.getpid() != self._pid:  # a forked child: the thread is the parent's
+            return
         grace = self.grace_seconds if grace_seconds is None else grace_seconds
         future = asyncio.run_coroutine_threadsafe(self._stop(grace), self._loop)
         try:
@@ -124,8 +133,14 @@ class Reporter:
     # -- the reporter's thread ------------------------------------------------------------
     def _run(self, started: threading.Event) -> None:
         asyncio.set_event_loop(self._loop)
-        self._loop.run_until_complete(self.poster.start())
-        self._spooling = self._loop.create_task(self._spool_each())
+        try:
+            self._loop.run_until_complete(self.poster.start())
+            self._spooling = self._loop.create_task(self._spool_each())
+        except BaseException as exc:  # noqa: BLE001 - told to the constructor, which raises it
+            self._failed = exc
+            started.set()
+            self._loop.close()
+            return
         started.set()
         self._loop.run_forever()
         self._loop.close()
@@ -180,9 +195,11 @@ class Reporter:
         return params
 
     async def _stop(self, grace: float) -> None:
+        """Spool what was handed over and post it, both within ``grace`` seconds in all."""
+        deadline = self._loop.time() + grace
         try:
             await asyncio.wait_for(self._queue.join(), grace)
         except asyncio.TimeoutError:
             pass
         self._spooling.cancel()
-        await self.poster.stop(grace)
+        await self.poster.stop(max(0.0, deadline - self._loop.time()))

@@ -24,7 +24,8 @@ Options (keywords of ``Transport`` and ``AsyncTransport``):
 - ``reporter``: sends each judged answer to the verdict service in the background
   (``fastsse_service.reporter.Reporter``);
 - ``protocol``: the protocol of every answer, instead of the one the path tells;
-- ``mark_span``: with ``opentelemetry-api`` installed, the current span is marked (default on).
+- ``mark_span``: with ``opentelemetry-api`` installed, the current span is marked (default on);
+- ``max_event_bytes``, ``max_line_bytes``: the scanner's bounds (fastsse's defaults).
 
 This package, unlike the rest of fastsse, lives beside I/O: it wraps a transport.  It does none
 of its own (the reporter does, and is the service's).

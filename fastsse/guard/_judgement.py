@@ -7,20 +7,64 @@ The transports (``_transport.py``) call ``feed`` with each chunk the application
 
 from __future__ import annotations
 
+import importlib
 import sys
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .. import CATEGORIES, Scanner, Verdict
+from .. import CATEGORIES, DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, MESSAGES, RETRYABLE, Scanner, Verdict
+from .._verdict import TRANSPORT_ERROR, _verdict
 from . import _span
 
 FAILURES = frozenset(CATEGORIES) - {"complete"}
-# Encodings the guard can read to judge (the answer still reaches the client as it came).
-# (47: gzip or zlib, told by the header, as httpx's decoders read them)
-_DECODABLE = {"gzip": 47, "x-gzip": 47, "deflate": 47}
+# Encodings the guard can read to judge (the answer still reaches the client as it came):
+# gzip and deflate always (47: gzip or zlib, told by the header, as httpx reads them); br and
+# zstd with the packages httpx itself decodes them with, when they are installed (an SDK
+# asks for br when brotli is there).
+_ZLIB = {"gzip": 47, "x-gzip": 47, "deflate": 47}
 _DECODED_PIECE = 64 * 1024
+
+
+def _optional(*names: str) -> Any:
+    """The first of these packages that is installed, or None."""
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    return None
+
+
+brotli = _optional("brotli", "brotlicffi")
+zstandard = _optional("zstandard")
+
+
+def readable(encoding: str) -> bool:
+    """Whether the guard can read an answer in this Content-Encoding to judge it."""
+    return (
+        encoding in ("", "identity")
+        or encoding in _ZLIB
+        or (encoding == "br" and brotli is not None)
+        or (encoding == "zstd" and zstandard is not None)
+    )
+
+
+class _OtherDecoder:
+    """br or zstd, through the package httpx uses; one piece per chunk (these packages give no
+    bound on one call's output)."""
+
+    def __init__(self, encoding: str) -> None:
+        if encoding == "br":
+            self._decompress = brotli.Decompressor().process
+        else:
+            self._decompress = zstandard.ZstdDecompressor().decompressobj().decompress
+
+    def pieces(self, chunk: bytes) -> list[bytes]:
+        return [self._decompress(chunk)]
+
+
 # A stream that a reader leaves before its end is not judged: that cut is the reader's own
 # (as the tap does for a client that hangs up).  These are the verdicts of such a cut.
 _LEFT_EARLY = frozenset({"no_end_marker", "buffer_residual"})
@@ -44,6 +88,20 @@ class StreamFailed(Exception):
 
     def __reduce__(self) -> tuple[type[StreamFailed], tuple[Verdict]]:
         return (type(self), (self.verdict,))
+
+
+def _broken(verdict: Verdict, transport: str) -> Verdict:
+    """The verdict of an answer the transport broke, from the one it would have had at a clean
+    end: as the scanner judges it (a transport error comes second in the order)."""
+    values: dict[str, object] = dict(verdict.to_dict())
+    values.update(
+        category=TRANSPORT_ERROR,
+        complete=False,
+        retryable=RETRYABLE[TRANSPORT_ERROR],
+        message=MESSAGES[TRANSPORT_ERROR],
+        transport=transport,
+    )
+    return _verdict(values)
 
 
 def stream_failure(exc: BaseException | None) -> StreamFailed | None:
@@ -91,6 +149,7 @@ class Options:
     on_verdict: Callable[[Verdict, Any], None] | None
     reporter: Reporter | None
     mark_span: bool
+    limits: dict[str, int]  # the scanner's max_event_bytes and max_line_bytes, when given
 
 
 class Judgement:
@@ -99,33 +158,43 @@ class Judgement:
         self._request = request
         self._status = response.status_code
         self._protocol = protocol
-        self._scanner = Scanner(protocol)
-        self._decoder = zlib.decompressobj(_DECODABLE[encoding]) if encoding in _DECODABLE else None
+        self._scanner = Scanner(
+            protocol,
+            max_event_bytes=options.limits.get("max_event_bytes", DEFAULT_MAX_EVENT_BYTES),
+            max_line_bytes=options.limits.get("max_line_bytes", DEFAULT_MAX_LINE_BYTES),
+        )
+        self._zlib = zlib.decompressobj(_ZLIB[encoding]) if encoding in _ZLIB else None
+        self._other = _OtherDecoder(encoding) if encoding in ("br", "zstd") else None
         reporter = options.reporter
         self._capture: list[bytes] | None = [] if reporter is not None and reporter.capture_limit > 0 else None
         self._captured = 0
         self.verdict: Verdict | None = None
         self._done = False
-        # The exception being handled when the request was made (a retry in an except block):
-        # not one on its way out when the answer is closed.
-        self._handled = sys.exc_info()[1]
+        # The exception being handled where the reader is (a retry inside an except block):
+        # when the answer is closed, that one is not on its way out.  Updated at every chunk.
+        self.handled = sys.exc_info()[1]
 
     def feed(self, chunk: bytes) -> None:
-        decoder = self._decoder
-        if decoder is None:
+        if self._zlib is None and self._other is None:
             self._judge(chunk)
             return
         if self._done:
             return
-        # Decoded a piece at a time: a small chunk that inflates to gigabytes (a bomb) is
-        # judged in bounded memory (the scanner bounds what it keeps).
         try:
+            if self._other is not None:
+                for piece in self._other.pieces(chunk):
+                    self._judge(piece)
+                return
+            # Decoded a piece at a time: a small chunk that inflates to gigabytes (a bomb) is
+            # judged in bounded memory (the scanner bounds what it keeps).
+            decoder = self._zlib
+            assert decoder is not None
             piece = decoder.decompress(chunk, _DECODED_PIECE)
             while piece:
                 self._judge(piece)
                 tail = decoder.unconsumed_tail
                 piece = decoder.decompress(tail, _DECODED_PIECE) if tail else b""
-        except zlib.error:
+        except Exception:  # noqa: BLE001 - zlib.error, brotli.error, zstandard.ZstdError
             # Not what its Content-Encoding says (or raw deflate): the guard cannot read it,
             # and judges nothing rather than call a whole answer cut.
             self._done = True
@@ -146,14 +215,23 @@ class Judgement:
         if self._done:
             return None
         self._done = True
-        verdict = self._scanner.close(transport)
+        verdict = self._scanner.close("eof")
         if early and verdict.category in _LEFT_EARLY:
             return None
+        if transport != "eof" and not verdict.complete and verdict.category != "limit_exceeded":
+            # A break before the answer's end: the category is the break's.  (A break after
+            # a complete answer, say while an SDK drains the connection after [DONE], is no
+            # failure of the answer: it stays complete, and the break reaches the reader as
+            # it was.)
+            verdict = _broken(verdict, transport)
         self.verdict = verdict
         options = self._options
         failed = verdict.category in options.raise_on
         if options.mark_span:
-            _span.mark(verdict)
+            try:
+                _span.mark(verdict)
+            except Exception:  # noqa: BLE001, S110 - telemetry never fails the application
+                pass
         if options.reporter is not None and self._capture is not None:
             self._report(options.reporter, transport, verdict)
         if options.on_verdict is not None:
@@ -191,7 +269,7 @@ class Judgement:
         if failure is None:
             return
         current = sys.exc_info()[1]
-        if current is None or current is self._handled:
+        if current is None or current is self.handled:
             raise failure
         if not isinstance(current, GeneratorExit) and current.__cause__ is None:
             current.__cause__ = failure

@@ -13,8 +13,8 @@ import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
-from .. import CATEGORIES, Verdict, protocol_for_path
-from ._judgement import FAILURES, Judgement, Options, Reporter
+from .. import CATEGORIES, DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, Scanner, Verdict, protocol_for_path
+from ._judgement import FAILURES, Judgement, Options, Reporter, readable
 
 # How a transport error ended the answer, by the exception's class (or a base of it), in the
 # names both libraries share: a timeout, a body cut short of its length or last chunk, any
@@ -28,12 +28,19 @@ def _options(
     on_verdict: Callable[[Verdict, Any], None] | None,
     reporter: Reporter | None,
     mark_span: bool,
+    limits: dict[str, int],
 ) -> Options:
     chosen = FAILURES if raise_on is None else frozenset(raise_on)
     unknown = chosen - set(CATEGORIES)
     if unknown:
         raise ValueError(f"raise_on names no category: {sorted(unknown)} (fastsse.CATEGORIES lists them)")
-    return Options(protocol, chosen, on_verdict, reporter, mark_span)
+    # A bad protocol or bound is refused now, not at the first answer.
+    Scanner(
+        protocol or "auto",
+        max_event_bytes=limits.get("max_event_bytes", DEFAULT_MAX_EVENT_BYTES),
+        max_line_bytes=limits.get("max_line_bytes", DEFAULT_MAX_LINE_BYTES),
+    )
+    return Options(protocol, chosen, on_verdict, reporter, mark_span, limits)
 
 
 class _Guard:
@@ -46,9 +53,13 @@ class _Guard:
         on_verdict: Callable[[Verdict, Any], None] | None = None,
         reporter: Reporter | None = None,
         mark_span: bool = True,
+        max_event_bytes: int | None = None,
+        max_line_bytes: int | None = None,
     ) -> None:
         self.inner = inner
-        self.options = _options(protocol, raise_on, on_verdict, reporter, mark_span)
+        limits = {"max_event_bytes": max_event_bytes, "max_line_bytes": max_line_bytes}
+        given = {name: value for name, value in limits.items() if value is not None}
+        self.options = _options(protocol, raise_on, on_verdict, reporter, mark_span, given)
 
     def _judgement(self, request: Any, response: Any) -> Judgement | None:
         """The judgement of this answer, or None when it passes untouched: not a success, not
@@ -64,7 +75,7 @@ class _Guard:
         elif not (protocol == "gemini" and path.endswith(":streamGenerateContent")):
             return None  # Gemini's stream without alt=sse is one JSON array: judged, others not
         encoding = headers.get("content-encoding", "").strip().lower()
-        if encoding not in ("", "identity", "gzip", "x-gzip", "deflate"):
+        if not readable(encoding):
             return None
         return Judgement(self.options, request, response, protocol, encoding)
 
@@ -152,6 +163,7 @@ class _GuardedStream:
         try:
             for chunk in self._inner:
                 judgement.feed(chunk)
+                judgement.handled = sys.exc_info()[1]  # what the reader is handling, if anything
                 yield chunk
         except GeneratorExit:  # the reader dropped the answer unclosed (a reader that raised)
             judgement.finish("eof", early=True)
@@ -183,6 +195,7 @@ class _AsyncGuardedStream:
         try:
             async for chunk in self._inner:
                 judgement.feed(chunk)
+                judgement.handled = sys.exc_info()[1]  # what the reader is handling, if anything
                 yield chunk
         except GeneratorExit:  # the reader dropped the answer unclosed (a reader that raised)
             judgement.finish("eof", early=True)

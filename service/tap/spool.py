@@ -105,9 +105,18 @@ class Spool:
         """What waits, oldest first (the names begin with the time they were spooled)."""
         waiting = []
         for path in sorted(self.pending_dir.glob("*" + SUFFIX)):
-            with path.open("rb") as file:
-                params = json.loads(file.readline())
-            waiting.append(Spooled(path.name, params.get("request_id") or params["stream_id"]))
+            try:
+                with path.open("rb") as file:
+                    params = json.loads(file.readline())
+                waiting.append(Spooled(path.name, params.get("request_id") or params["stream_id"]))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                # Not a capture this spool wrote whole (a crash may leave one empty): set
+                # aside, so that one bad file never stops the rest from being posted.
+                log.error("spooled file %s is unreadable (%s): set aside in %s", path.name, exc, self.rejected_dir)
+                try:
+                    self.reject(path.name)
+                except OSError:
+                    pass
         return waiting
 
     def delete(self, name: str) -> None:

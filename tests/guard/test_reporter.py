@@ -126,3 +126,23 @@ def test_the_spool_never_holds_the_canary_after_posting_and_the_service_never_st
     assert not any(
         CANARY.encode() in p.read_bytes() for p in (reporter.spool.pending_dir.parent).rglob("*") if p.is_file()
     )
+
+
+def test_an_unreadable_spooled_file_is_set_aside_and_the_reporter_starts(mock, service, tmp_path):
+    """A crash may leave a spooled file empty: it never stops a reporter (or a tap) from
+    starting and posting the rest."""
+    pending = tmp_path / "spool" / "pending"
+    pending.mkdir(parents=True)
+    (pending / "0000000000000000001-broken.stream").write_bytes(b"")
+    (pending / "0000000000000000002-garbage.stream").write_bytes(b"not json\n")
+    reporter = Reporter(service.url, INGEST_SECRET, spool_dir=tmp_path / "spool")
+    try:
+        assert sorted(reporter.spool.rejected()) == [
+            "0000000000000000001-broken.stream",
+            "0000000000000000002-garbage.stream",
+        ]
+        openai_chat(f"http://127.0.0.1:{mock.port}", reporter=reporter)
+        wait_until(lambda: reporter.waiting() == 0, what="posted", timeout=30)
+        assert not reporter.spool.pending()
+    finally:
+        reporter.close()

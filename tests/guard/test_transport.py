@@ -119,9 +119,34 @@ class TestEveryLibrary:
             read(lib, handler, mode=mode)
         assert raised.value.category == "truncated_length"
 
-    def test_an_encoding_it_cannot_read_passes_unjudged(self, lib, mode):
-        got, verdicts = read(lib, answering(lib, [b"\x8b\x00"], headers={"content-encoding": "br"}), mode=mode)
-        assert verdicts == []
+    def test_an_encoding_it_cannot_read_passes_unjudged_and_unchanged(self, lib, mode):
+        got, verdicts = read(lib, answering(lib, [b"\x8b\x00"], headers={"content-encoding": "x-snappy"}), mode=mode)
+        assert got == [b"\x8b\x00"] and verdicts == []
+
+    def test_brotli_is_read_when_it_is_installed(self, lib, mode):
+        brotli = pytest.importorskip("brotli")
+        handler = answering(lib, chunked(brotli.compress(CHAT_LENGTH), 5), headers={"content-encoding": "br"})
+        with pytest.raises(StreamFailed) as raised:
+            read(lib, handler, mode=mode)
+        assert raised.value.category == "truncated_length"
+
+    def test_a_break_after_a_complete_answer_is_no_failure(self, lib, mode):
+        """openai's async stream drains the connection after [DONE] and ignores what breaks
+        then: the answer is whole, and the break reaches the reader as it was."""
+        verdicts = []
+        error = lib.RemoteProtocolError("peer closed connection")
+        with pytest.raises(lib.RemoteProtocolError) as raised:
+            read(lib, answering(lib, [CHAT_WHOLE], fail=error), mode=mode, on_verdict=lambda v, r: verdicts.append(v))
+        assert raised.value is error
+        assert [v.category for v in verdicts] == ["complete"]
+
+    @pytest.mark.parametrize("cut", [CHAT_CUT, CHAT_LENGTH, CHAT_WHOLE[:-30]])
+    @pytest.mark.parametrize("transport", ["reset", "timeout", "error"])
+    def test_a_break_before_the_end_is_judged_as_the_scanner_judges_it(self, lib, mode, cut, transport):
+        failure = {"reset": lib.ReadError("x"), "timeout": lib.ReadTimeout("x"), "error": lib.RemoteProtocolError("x")}
+        with pytest.raises(StreamFailed) as raised:
+            read(lib, answering(lib, [cut], fail=failure[transport]), mode=mode)
+        assert raised.value.verdict == fastsse.scan(cut, "chat", transport)
 
     def test_raise_on_chooses_what_raises_and_on_verdict_hears_all(self, lib, mode):
         got, verdicts = read(lib, answering(lib, [CHAT_LENGTH]), mode=mode, raise_on=["no_end_marker"])
@@ -197,6 +222,17 @@ def test_the_sdks_own_error_keeps_its_type_with_the_failure_as_its_cause():
         sdk_like(guarded_client([CHAT_CUT, error_event]), error_on='"error"')
     assert isinstance(raised.value.__cause__, StreamFailed)
     assert raised.value.__cause__.category == "upstream_error"
+
+
+def test_a_stream_read_inside_an_unrelated_except_block_still_raises():
+    client = guarded_client([CHAT_LENGTH])
+    own = KeyError("the application's own, handled")
+    with pytest.raises(StreamFailed):
+        try:
+            raise own
+        except KeyError:
+            sdk_like(client)
+    assert own.__cause__ is None
 
 
 def test_a_retry_inside_an_except_block_still_raises():
@@ -303,3 +339,13 @@ def test_an_answer_that_does_not_decode_as_it_says_is_not_judged():
         httpx2, answering(httpx2, [b"not gzip at all"], headers={"content-encoding": "gzip"}), mode="sync"
     )
     assert verdicts == []
+
+
+def test_the_scanners_bounds_are_options_and_bad_ones_are_refused_at_once():
+    with pytest.raises(StreamFailed) as raised:
+        read(httpx2, answering(httpx2, [CHAT_WHOLE]), max_event_bytes=100, max_line_bytes=100)
+    assert raised.value.category == "limit_exceeded"
+    _, verdicts = read(httpx2, answering(httpx2, [CHAT_WHOLE]), max_event_bytes=1 << 20, max_line_bytes=1 << 20)
+    assert verdicts[0].complete
+    with pytest.raises(ValueError):
+        Transport(httpx2.MockTransport(lambda r: None), protocol="smoke-signals")
