@@ -58,7 +58,7 @@ $(VENV)/.created:
 
 # Reinstalled whenever the packaging, the pins or the compiled scanner change.  Every package
 # at the version constraints.txt pins (PIP_CONSTRAINT reaches the build's own environment too).
-$(VENV)/.installed: $(VENV)/.created pyproject.toml setup.py constraints.txt fastsse/_scanner.pyx $(wildcard fastsse/*.pxd) fastsse/_simd.h
+$(VENV)/.installed: $(VENV)/.created pyproject.toml setup.py constraints.txt fastsse/_scanner.pyx $(wildcard fastsse/*.pxd) $(wildcard fastsse/*.h)
 	PIP_CONSTRAINT=constraints.txt $(BIN)/python -m pip install --quiet -e '.[test,service,docs]'
 	touch $@
 

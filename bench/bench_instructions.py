@@ -26,14 +26,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-PROTOCOLS = ("chat", "responses", "anthropic")
+import fastsse  # noqa: E402
+
+PROTOCOLS = fastsse.PROTOCOLS
 
 
 def judge_corpus(protocol: str, size_mb: float, seed: int) -> None:
     """What runs under valgrind: build the corpus, then judge it once."""
     import bench_scanner
-
-    import fastsse
 
     if fastsse.IMPLEMENTATION != "cython":
         raise SystemExit("the compiled scanner is not built: nothing to count")

@@ -544,7 +544,7 @@ def main() -> None:
                 print("\n  by stream size, service on PostgreSQL, 2 workers (MB = 10^6 bytes of posted streams)")
                 print(f"  {'streams':<34} {'streams/s':>9} {'MB/s':>7} {'p50 ms':>7} {'p99 ms':>7}  {'errors':>6}")
                 loads = [(f"chat, {size // 1000} kB", [bodies["chat", size]]) for size in (2_000, 20_000, 200_000)]
-                loads.append(("4 protocols in turn, 20 kB", [bodies[d, 20_000] for d in PROTOCOLS]))
+                loads.append((f"{len(PROTOCOLS)} protocols in turn, 20 kB", [bodies[d, 20_000] for d in PROTOCOLS]))
                 for name, paths in loads:
                     server = start_service(scratch.postgres(), 2, root / "sizes.log")
                     try:

@@ -1,7 +1,8 @@
 """fastsse: was a streamed LLM answer complete, or silently cut off?
 
-Feed the raw bytes of one captured Server-Sent Events response to a ``Scanner`` (or pass them
-whole to ``scan``) and get one ``Verdict``.  Sans-IO: no sockets, files or logging in here.
+Feed the raw bytes of one captured streamed response (Server-Sent Events, Bedrock's AWS event
+stream, Ollama's NDJSON) to a ``Scanner`` (or pass them whole to ``scan``) and get one
+``Verdict``.  Sans-IO: no sockets, files or logging in here.
 
 The scanner is compiled (Cython) when the extension was built, with a pure-Python twin that
 gives identical verdicts; ``FASTSSE_NO_EXTENSIONS=1`` forces the twin, ``IMPLEMENTATION`` says
@@ -17,7 +18,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING
 
 from ._limits import AUTO, DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, UNKNOWN_PROTOCOL
-from ._protocols import PROTOCOLS, protocol_for_path
+from ._protocols import PROTOCOLS, protocol_for_path, streamed_media
 from ._verdict import CATEGORIES, MESSAGES, RETRYABLE, TRANSPORTS, Verdict
 
 if TYPE_CHECKING:  # both twins have one API; the Python twin's is the one type checkers read
@@ -59,6 +60,7 @@ __all__ = [
     "Scanner",
     "default_caches",
     "protocol_for_path",
+    "streamed_media",
     "__version__",
     "Verdict",
     "scan",

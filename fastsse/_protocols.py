@@ -14,7 +14,27 @@ Facts and sources: ``shared/PROTOCOLS.md``.
 
 from __future__ import annotations
 
-PROTOCOLS = ("chat", "responses", "anthropic", "gemini")
+PROTOCOLS = ("chat", "responses", "anthropic", "gemini", "bedrock-converse", "bedrock-invoke", "ollama")
+
+# How each protocol's bytes are framed into events: Server-Sent Events (Gemini may also send one
+# JSON array, told by its first byte), AWS's binary event stream, or newline-delimited JSON.
+FRAMING_SSE = "sse"
+FRAMING_EVENTSTREAM = "eventstream"
+FRAMING_NDJSON = "ndjson"
+FRAMINGS = {
+    "chat": FRAMING_SSE,
+    "responses": FRAMING_SSE,
+    "anthropic": FRAMING_SSE,
+    "gemini": FRAMING_SSE,
+    "bedrock-converse": FRAMING_EVENTSTREAM,
+    "bedrock-invoke": FRAMING_EVENTSTREAM,
+    "ollama": FRAMING_NDJSON,
+}
+# protocol="auto" tells the framing by the stream's first byte (after a BOM): an event stream
+# starts with its first frame's total length, a big-endian u32 whose top byte is 0 for any frame
+# under 16 MiB; NDJSON with "{"; anything else is read as SSE.
+EVENTSTREAM_FIRST_BYTE = 0x00
+NDJSON_FIRST_BYTE = ord("{")
 
 # ---------------------------------------------------------------------------------------------
 # Actions: what the JSON scanner records when it meets a field (see JSON_PATHS).
@@ -66,11 +86,17 @@ A_ITEM_TEXT = 45  # an item's text: non-empty counts (when the item's kind carri
 A_ITEM_REFUSAL = 46  # an item's refusal text: non-empty counts
 A_OUTPUT_INDEX = 47  # Responses output_index: which item an argument delta belongs to
 A_AUDIO_END = 48  # chat delta.audio.expires_at: an audio answer's last chunk (see AUDIO_END_FINISH)
+A_CHUNK_BYTES = 49  # Bedrock InvokeModel chunk: "bytes", the model's own event, base64
+A_DONE = 50  # Ollama "done": false on every line but the last
+A_CALL = 51  # Ollama: one whole tool call (its arguments a JSON object, never fragments)
+A_START_TOOL = 52  # Bedrock Converse contentBlockStart: a toolUse block starts (CONVERSE_BLOCKS)
+A_START_RESULT = 53  # ... a toolResult block (a server tool's result)
+A_START_IMAGE = 54  # ... an image block
 
 # Actions whose string value is captured whole (unescaped) for a JSON validator; every other
 # captured string keeps at most CAPTURE_BYTES bytes: they are enum values, never payload.
 # (A Responses "delta" is captured whole: it may be a function call's argument fragment.)
-FULL_CAPTURE_ACTIONS = frozenset({A_TOOL_ARGS, A_DELTA_JSON, A_ARGS, A_DELTA})
+FULL_CAPTURE_ACTIONS = frozenset({A_TOOL_ARGS, A_DELTA_JSON, A_ARGS, A_DELTA, A_CHUNK_BYTES})
 # Actions whose string value is captured (bounded); the rest only note "non-empty".
 SHORT_CAPTURE_ACTIONS = frozenset(
     {
@@ -200,6 +226,26 @@ JSON_PATHS = (
     ("candidates[].content.parts[].executableCode.code", A_OUTPUT),
     ("candidates[].content.parts[].codeExecutionResult.output", A_OUTPUT),
     ("usageMetadata.thoughtsTokenCount", A_REASONING_TOKENS),
+    # bedrock-converse (ConverseStream): each event's payload is its member of the stream union;
+    # its name is the frame's :event-type.  Deltas read as Anthropic's do (delta.text above).
+    ("contentBlockIndex", A_BLOCK_INDEX),
+    ("start.toolUse", A_START_TOOL),
+    ("start.toolResult", A_START_RESULT),
+    ("start.image", A_START_IMAGE),
+    ("delta.toolUse.input", A_DELTA_JSON),
+    ("delta.reasoningContent.text", A_DELTA_THINKING),
+    ("delta.reasoningContent.redactedContent", A_DELTA_THINKING),
+    ("stopReason", A_STOP_REASON),
+    # bedrock-invoke (InvokeModelWithResponseStream): a chunk carries the model's own event
+    ("bytes", A_CHUNK_BYTES),
+    # ollama (/api/chat and /api/generate): one JSON object per line, the last with done: true
+    ("done", A_DONE),
+    ("done_reason", A_STOP_REASON),
+    ("message.content", A_DELTA_TEXT),
+    ("message.thinking", A_DELTA_THINKING),
+    ("message.tool_calls[]", A_CALL),
+    ("response", A_DELTA_TEXT),
+    ("thinking", A_DELTA_THINKING),
 )
 
 
@@ -261,6 +307,7 @@ K_START = 14  # first event of a message/response
 K_ITEM_DONE = 15  # Responses: an output item is whole (its argument deltas are over)
 K_ARGS_DELTA = 16  # Responses: a fragment of a call's JSON arguments
 K_OUTPUT = 17  # Responses: output that is not text (audio, a partial image)
+K_FINISH_STOP = 18  # Bedrock Converse messageStop: the end, and the stop reason with it
 
 EVENT_KINDS = {
     "responses": {
@@ -293,7 +340,27 @@ EVENT_KINDS = {
         "message_stop": K_MESSAGE_STOP,
         "error": K_ERROR,
     },
+    # by the frame's :event-type (exceptions are frames of :message-type "exception")
+    "bedrock-converse": {
+        "messageStart": K_START,
+        "contentBlockStart": K_BLOCK_START,
+        "contentBlockDelta": K_BLOCK_DELTA,
+        "messageStop": K_FINISH_STOP,
+    },
 }
+# Bedrock InvokeModelWithResponseStream: the :event-type of a frame that carries the model's own
+# event (base64 in "bytes"); with protocol="auto", an event stream whose first event is one is
+# bedrock-invoke, any other bedrock-converse.
+BEDROCK_CHUNK_EVENT = "chunk"
+# An event-stream frame's :message-type: an event, a modeled exception (its name in
+# :exception-type) or a service error (its code in :error-code).
+EVENTSTREAM_EVENT = "event"
+EVENTSTREAM_EXCEPTION = "exception"
+EVENTSTREAM_ERROR = "error"
+# A Converse contentBlockStart's block type: the member of its "start" union (a text block has
+# no start event).  The record notes it as the block's type, read as Anthropic's block types are.
+CONVERSE_START_ACTIONS = {A_START_TOOL: "toolUse", A_START_RESULT: "toolResult", A_START_IMAGE: "image"}
+
 
 # The raw finish reason recorded for a Responses stream that ended response.completed (the API
 # sends no reason for a normal end, only status "completed").
@@ -440,12 +507,22 @@ ANTHROPIC_BLOCKS = {
         "APY `types/beta/beta_fallback_block.py`",
     ),
 }
-# Every kind by type, both tables in one (the record reads items before it knows whose they
+# BSM boto/botocore `botocore/data/bedrock-runtime/2023-09-30/service-2.json` (1.44.8).
+CONVERSE_BLOCKS = {
+    "toolUse": (OUT_TOOL, "a tool call, client or server (input as JSON fragments)", "BSM `ToolUseBlockStart`"),
+    "toolResult": (OUT_OTHER, "a server tool's result", "BSM `ToolResultBlockStart`"),
+    "image": (OUT_OTHER, "a generated image", "BSM `ImageBlockStart`"),
+}
+# Every kind by type, the three tables in one (the record reads items before it knows whose they
 # are): a type in both ("compaction") is the same kind in both.
 assert all(RESPONSES_ITEMS[t][0] == ANTHROPIC_BLOCKS[t][0] for t in set(RESPONSES_ITEMS) & set(ANTHROPIC_BLOCKS))
-OUTPUT_KINDS = {name: row[0] for table in (RESPONSES_ITEMS, ANTHROPIC_BLOCKS) for name, row in table.items()}
-# Anthropic blocks whose input arrives as input_json_delta and must parse at the end.
-ANTHROPIC_JSON_INPUT_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+assert not set(CONVERSE_BLOCKS) & (set(RESPONSES_ITEMS) | set(ANTHROPIC_BLOCKS))
+OUTPUT_KINDS = {
+    name: row[0] for table in (RESPONSES_ITEMS, ANTHROPIC_BLOCKS, CONVERSE_BLOCKS) for name, row in table.items()
+}
+# Anthropic blocks whose input arrives as input_json_delta and must parse at the end (and
+# Converse's toolUse, whose input arrives as delta.toolUse.input).
+ANTHROPIC_JSON_INPUT_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use", "toolUse"})
 # What the whole items of an event (Responses items, Anthropic message_start content) held: bits.
 ITEM_TEXT = 1
 ITEM_REFUSAL = 2
@@ -665,12 +742,33 @@ FINISH_REASONS = {
         "NO_IMAGE": ("other", O_ABNORMAL),
         "IMAGE_OTHER": ("other", O_ABNORMAL),
     },
+    "bedrock-converse": {
+        "end_turn": ("stop", O_OK),
+        "stop_sequence": ("stop", O_OK),
+        "tool_use": ("tool_calls", O_OK),
+        "max_tokens": ("length", O_LENGTH),
+        "model_context_window_exceeded": ("length", O_LENGTH),
+        "guardrail_intervened": ("content_filter", O_FILTER),
+        "content_filtered": ("content_filter", O_FILTER),
+        "malformed_tool_use": ("malformed_tool_call", O_TOOL_MALFORMED),
+        "malformed_model_output": ("error", O_ABNORMAL),
+    },
+    "ollama": {
+        "stop": ("stop", O_OK),
+        "length": ("length", O_LENGTH),
+        "load": ("stop", O_OK),
+        "unload": ("stop", O_OK),
+    },
 }
 # What each value of the other protocols means, and where that is written (the docs' tables).
 # Sources: OPY openai/openai-python `src/openai/types/responses/` at e43b4224; APY
 # anthropics/anthropic-sdk-python `src/anthropic/types/` at 009b0353; GPY googleapis/python-genai
 # `google/genai/types.py` at 66807187.
 _GPY_FINISH = "GPY `FinishReason`"
+# BSM as above; OLL ollama/ollama at fb307609.
+_BSM_STOP = "BSM `StopReason`"
+_OLLAMA_DONE = "OLL `llm/server.go` (`DoneReason`), `llm/llama_server.go` (`Completion`, `Chat`)"
+_OLLAMA_LOAD = "OLL `server/routes.go` (`ChatHandler`, `GenerateHandler`)"
 FINISH_MEANINGS = {
     "responses": {
         RESPONSES_COMPLETED: (
@@ -737,6 +835,23 @@ FINISH_MEANINGS = {
         "NO_IMAGE": ("an image was asked for and none was made", _GPY_FINISH),
         "IMAGE_OTHER": ("image generation stopped for another reason", _GPY_FINISH),
     },
+    "bedrock-converse": {
+        "end_turn": ("the model finished its turn", _BSM_STOP),
+        "stop_sequence": ("a stop sequence of the request matched", _BSM_STOP),
+        "tool_use": ("the model called a tool and waits for its result", _BSM_STOP),
+        "max_tokens": ("the request's maxTokens ran out", _BSM_STOP),
+        "model_context_window_exceeded": ("the output filled the model's context window", _BSM_STOP),
+        "guardrail_intervened": ("a guardrail stopped the answer", _BSM_STOP),
+        "content_filtered": ("the model's own content filter stopped the answer", _BSM_STOP),
+        "malformed_tool_use": ("the model's tool call was not valid", _BSM_STOP),
+        "malformed_model_output": ("the model's output could not be read: a retry may succeed", _BSM_STOP),
+    },
+    "ollama": {
+        "stop": ("the model stopped: end of its turn or a stop sequence", _OLLAMA_DONE),
+        "length": ("num_predict, the output token budget, ran out", _OLLAMA_DONE),
+        "load": ("a request with no prompt only loaded the model", _OLLAMA_LOAD),
+        "unload": ("a request with keep_alive 0 and no prompt only unloaded the model", _OLLAMA_LOAD),
+    },
 }
 assert all(set(FINISH_MEANINGS[p]) == set(FINISH_REASONS[p]) for p in FINISH_MEANINGS)
 # Gemini's promptFeedback.blockReason values: each is the finish of an answer never begun
@@ -767,6 +882,9 @@ assert all(
     for protocol in CHAT_FORWARDED_PROTOCOLS
     for raw, meaning in FINISH_REASONS[protocol].items()
 )
+# Bedrock's InvokeModel carries the model's own stream: its finish reasons are the model's
+# protocol's (Anthropic's stop_reason, or chat's finish_reason for OpenAI-compatible models).
+FINISH_REASONS["bedrock-invoke"] = FINISH_REASONS["chat"]
 # A choice's native_finish_reason (OpenRouter) is the upstream's own, more precise word: when
 # the chat table knows it and it means something worse than finish_reason, it is the choice's
 # finish reason.  An unknown native value is left alone: OpenRouter's own finish_reason, a
@@ -776,7 +894,7 @@ UNKNOWN_FINISH = ("other", O_ABNORMAL)
 
 # Protocols whose normal finish does not say "tool calls": report tool_calls when calls were made
 # and no visible text was (a web search before an answer still finishes "stop").
-TOOL_FINISH_FROM_CALLS = frozenset({"responses", "gemini"})
+TOOL_FINISH_FROM_CALLS = frozenset({"responses", "gemini", "ollama"})
 
 # Error codes/types that mean "this request is wrong", so the same request fails again.  Every
 # other in-stream error (overloaded, server_error, rate limits, cancelled, 5xx) is transient.
@@ -800,6 +918,8 @@ DETERMINISTIC_ERRORS = frozenset(
         "PERMISSION_DENIED",
         "UNAUTHENTICATED",
         "NOT_FOUND",
+        # Bedrock's exceptions (an event stream frame's :exception-type) that a retry meets again
+        "validationException",
         # HTTP statuses sent as numeric codes
         "400",
         "401",
@@ -820,7 +940,26 @@ ENDPOINTS = (
     ("/messages", "anthropic"),
     (":streamGenerateContent", "gemini"),
     (":generateContent", "gemini"),
+    ("/converse-stream", "bedrock-converse"),
+    ("/invoke-with-response-stream", "bedrock-invoke"),
+    ("/api/chat", "ollama"),
+    ("/api/generate", "ollama"),
 )
+
+
+# The media types of streamed answers: SSE, and the framings a known endpoint streams in (the
+# tap and the guard judge these two only on a generation endpoint's path).
+SSE_MEDIA_TYPE = "text/event-stream"
+FRAMED_MEDIA_TYPES = {"application/vnd.amazon.eventstream": FRAMING_EVENTSTREAM, "application/x-ndjson": FRAMING_NDJSON}
+
+
+def streamed_media(content_type: str, protocol: str | None) -> bool:
+    """Is an answer of this Content-Type, from an endpoint of this protocol (None: not a known
+    generation endpoint), a stream to judge?"""
+    media = content_type.split(";")[0].strip().lower()
+    if media == SSE_MEDIA_TYPE:
+        return True
+    return protocol is not None and FRAMED_MEDIA_TYPES.get(media) == FRAMINGS[protocol]
 
 
 def protocol_for_path(path: str) -> str | None:

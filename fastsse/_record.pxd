@@ -11,7 +11,7 @@ from libc.stdint cimport int64_t
 from libc.string cimport memcmp, memset
 
 from ._cbytes cimport (MAX_CHOICES, MAX_TOOL_CALLS, Buf, Str, StrTable, array_reserve,
-                       str_clear, strtable_fill, strtable_get_str)
+                       str_append, str_clear, strtable_fill, strtable_get_str)
 
 cdef enum:
     MAX_HOLES = 16  # values a replayed event may vary (see _caches)
@@ -67,6 +67,12 @@ cdef enum Action:
     A_ITEM_REFUSAL = 46
     A_OUTPUT_INDEX = 47
     A_AUDIO_END = 48
+    A_CHUNK_BYTES = 49
+    A_DONE = 50
+    A_CALL = 51
+    A_START_TOOL = 52
+    A_START_RESULT = 53
+    A_START_IMAGE = 54
 
 cdef enum:  # what an item or block is (_protocols.OUT_*), and what whole items held (ITEM_*)
     OUT_NONE = 0
@@ -112,8 +118,11 @@ cdef inline int record_tables_init(object protocols, list keep) except -1:
     strtable_fill(&_reasoning_parts, {k: 1 for k in protocols.REASONING_PART_TYPES}, keep)
     strtable_fill(&_native_rank, dict(protocols.NATIVE_FINISH_RANK), keep)
     strtable_fill(&_output_kinds, dict(protocols.OUTPUT_KINDS), keep)
-    if protocols.RESPONSES_TOOL_ITEM_SUFFIX != "_call" or protocols.ERROR_OBJECT != "error":
-        raise ImportError("fastsse._scanner is stale: RESPONSES_TOOL_ITEM_SUFFIX or ERROR_OBJECT changed")
+    if (protocols.RESPONSES_TOOL_ITEM_SUFFIX != "_call" or protocols.ERROR_OBJECT != "error"
+            or protocols.CONVERSE_START_ACTIONS != {A_START_TOOL: "toolUse", A_START_RESULT: "toolResult",
+                                                    A_START_IMAGE: "image"}):
+        raise ImportError("fastsse._scanner is stale: RESPONSES_TOOL_ITEM_SUFFIX, ERROR_OBJECT or "
+                          "CONVERSE_START_ACTIONS changed")
     _unknown_rank = protocols.OUTCOME_RANK[protocols.UNKNOWN_FINISH[1]]
     return 0
 
@@ -171,6 +180,9 @@ ctypedef struct Record:
     # a value that may be payload is not among the holes (there were too many, or it is a
     # value a rule reads as text): the event must not become a template (see _caches.pxd)
     bint opaque
+    Py_ssize_t chunk_off, chunk_len  # a Bedrock chunk's "bytes" (base64), in captured; -1: not sent
+    int done  # Ollama's "done": -1 not sent, 0 false, 1 true
+    int calls  # whole tool calls (Ollama)
 
 cdef inline void worse_finish(Choice* choice) noexcept:
     """The choice's finish reason, given OpenRouter's native one (_record_py.worse_finish)."""
@@ -228,6 +240,10 @@ cdef inline void record_reset(Record* r) noexcept:
     r.items = 0
     r.n_holes = 0
     r.opaque = False
+    r.chunk_len = -1
+    r.chunk_off = 0
+    r.done = -1
+    r.calls = 0
 
 cdef inline void record_begin(Record* r, int action, bint is_object) noexcept:
     if action == A_ERROR:
@@ -238,6 +254,17 @@ cdef inline void record_begin(Record* r, int action, bint is_object) noexcept:
         r.gemini = True
     elif not is_object:
         return
+    elif action == A_CALL:
+        r.calls += 1
+    elif action == A_START_TOOL:  # _protocols.CONVERSE_START_ACTIONS
+        r.block_type.len = 0
+        str_append(&r.block_type, "toolUse", 7)
+    elif action == A_START_RESULT:
+        r.block_type.len = 0
+        str_append(&r.block_type, "toolResult", 10)
+    elif action == A_START_IMAGE:
+        r.block_type.len = 0
+        str_append(&r.block_type, "image", 5)
     elif action == A_ITEM:
         r.in_item = True
         r.item_type.len = -1
@@ -355,6 +382,12 @@ cdef inline void record_scalar(Record* r, int action, int kind, const Str* value
     if kind == V_TRUE:
         if action == A_PART_THOUGHT and r.in_part:
             r.part.thought = True
+        elif action == A_DONE:
+            r.done = 1
+        return
+    if kind == V_FALSE:
+        if action == A_DONE:
+            r.done = 0
         return
     if kind != V_STRING:
         return
@@ -453,3 +486,6 @@ cdef inline void record_scalar(Record* r, int action, int kind, const Str* value
     elif action == A_ITEM_REFUSAL:
         if nonempty and r.in_item:
             r.item_refusal = True
+    elif action == A_CHUNK_BYTES:
+        r.chunk_off = cap_off
+        r.chunk_len = cap_len

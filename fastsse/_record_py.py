@@ -57,6 +57,7 @@ def item_bits(item_type: bytes | None, text: bool, refusal: bool) -> int:
     return _KIND_BITS[kind]
 
 
+_CONVERSE_STARTS = {action: block.encode() for action, block in d.CONVERSE_START_ACTIONS.items()}
 _KIND_BITS = {d.OUT_NONE: 0, d.OUT_REASONING: d.ITEM_REASONING, d.OUT_TOOL: d.ITEM_TOOL, d.OUT_OTHER: d.ITEM_OUTPUT}
 
 
@@ -103,7 +104,7 @@ class EventRecord:
         "block_reason", "incomplete_reason", "status", "delta", "delta_text",
         "delta_thinking", "delta_json", "stop_reason", "stop_detail", "block_index",
         "block_type", "item_type", "args", "delta_bytes", "output_index", "reasoning_tokens",
-        "in_item", "item_text", "item_refusal", "items",
+        "in_item", "item_text", "item_refusal", "items", "chunk", "done", "calls",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -139,6 +140,9 @@ class EventRecord:
         self.reasoning_tokens = False  # usage counted reasoning tokens
         self.in_item = self.item_text = self.item_refusal = False  # the item being read
         self.items = 0  # what the event's whole items held: _protocols.ITEM_* bits
+        self.chunk: bytes | None = None  # a Bedrock chunk's "bytes": the model's event, base64
+        self.done: bool | None = None  # Ollama's "done", when the line has one
+        self.calls = 0  # whole tool calls (Ollama)
 
     # The automaton calls these three as it meets fields that JSON_TREE names.
     def begin(self, action: int, is_object: bool) -> None:
@@ -150,6 +154,10 @@ class EventRecord:
             self.gemini = True
         elif not is_object:
             return
+        elif action == d.A_CALL:
+            self.calls += 1
+        elif action in _CONVERSE_STARTS:
+            self.block_type = _CONVERSE_STARTS[action]
         elif action == d.A_ITEM:
             self.in_item = True
             self.item_type = None
@@ -363,6 +371,17 @@ def _delta(record: EventRecord, value: Value, nonempty: bool) -> None:
     record.delta_bytes = cast(bytes, value)
 
 
+def _chunk(record: EventRecord, value: Value, nonempty: bool) -> None:
+    record.chunk = cast(bytes, value)  # a string rule: bytes
+
+
+def _done(done: bool) -> Rule:
+    def rule(record: EventRecord, value: Value, nonempty: bool) -> None:
+        record.done = done
+
+    return rule
+
+
 def _audio_end(record: EventRecord, value: Value, nonempty: bool) -> None:
     if record.choice is not None:
         record.choice.audio_end = True
@@ -412,6 +431,7 @@ _ON_STRING: dict[int, Rule] = {
     d.A_OUTPUT: _output,
     d.A_ITEM_TEXT: _item_flag("item_text"),
     d.A_ITEM_REFUSAL: _item_flag("item_refusal"),
+    d.A_CHUNK_BYTES: _chunk,
 }
 _ON_NUMBER: dict[int, Rule] = {
     d.A_ERROR: _error,
@@ -425,11 +445,11 @@ _ON_NUMBER: dict[int, Rule] = {
     d.A_REASONING_TOKENS: _number(_reasoning_tokens),
     d.A_AUDIO_END: _number(_audio_end),
 }
-_ON_TRUE: dict[int, Rule] = {d.A_ERROR: _error, d.A_PART_THOUGHT: _part_thought}
+_ON_TRUE: dict[int, Rule] = {d.A_ERROR: _error, d.A_PART_THOUGHT: _part_thought, d.A_DONE: _done(True)}
 _RULES: dict[int, dict[int, Rule]] = {
     V_STRING: _ON_STRING,
     V_NUMBER: _ON_NUMBER,
     V_TRUE: _ON_TRUE,
-    V_FALSE: {},
+    V_FALSE: {d.A_DONE: _done(False)},
     V_NULL: {},
 }

@@ -27,16 +27,19 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
-from libc.string cimport memcmp
+from libc.string cimport memchr, memcmp
 
 from ._cbytes cimport (CAP, MAX_CHOICES, MAX_DEPTH, MAX_TOOL_CALLS, Pos, Str, StrTable,
-                       array_reserve, buf_append, buf_free, fastsse_prefetch, str_append,
+                       array_reserve, buf_append, buf_free, buf_reserve, fastsse_prefetch, str_append,
                        str_bytes, str_eq, strtable_fill, strtable_get, strtable_get_str)
 from ._caches cimport (JUDGED, MEMO_FINISHES, MEMO_MAX_BYTES, TEMPLATE_CHOICES, TEMPLATES, Judged,
                        Memo, Template, TemplateTable, judged_same, memo_match, memo_set,
                        memo_settle, record_base, template_follow, template_links, template_make,
                        template_match, templates_clear, templates_paid, templates_skipped)
-from ._framing cimport (F_DATA, F_ERROR, F_EVENT, F_OTHER, LF, Framing, LineSearch, blank_after,
+from ._eventstream cimport (CRC_BYTES, H_ERROR_CODE, H_EVENT_TYPE, H_EXCEPTION_TYPE,
+                            H_MESSAGE_TYPE, MIN_FRAME_BYTES, N_HEADERS, PRELUDE_BYTES, Span,
+                            base64_decode, be32, crc32, eventstream_init, read_headers)
+from ._framing cimport (CR, F_DATA, F_ERROR, F_EVENT, F_OTHER, LF, Framing, LineSearch, blank_after,
                         data_value_offset, event_tail, framing_idle, framing_start, line_end,
                         line_next, search_init, split_field)
 from ._json cimport (S_ERROR, Json, json_done, json_feed, json_finish, json_finish_args,
@@ -79,6 +82,7 @@ cdef enum Kind:  # what a Responses or Anthropic event is, by its name (_protoco
     K_ITEM_DONE = 15
     K_ARGS_DELTA = 16
     K_OUTPUT = 17
+    K_FINISH_STOP = 18
 
 cdef enum Protocol:
     D_NONE = 0
@@ -86,10 +90,24 @@ cdef enum Protocol:
     D_RESPONSES = 2
     D_ANTHROPIC = 3
     D_GEMINI = 4
+    D_BEDROCK_CONVERSE = 5
+    D_BEDROCK_INVOKE = 6
+    D_OLLAMA = 7
 
 cdef dict _PROTOCOL_CODES = {None: D_NONE, "chat": D_CHAT, "responses": D_RESPONSES,
-                            "anthropic": D_ANTHROPIC, "gemini": D_GEMINI}
-cdef tuple _PROTOCOL_NAMES = (_limits.UNKNOWN_PROTOCOL, "chat", "responses", "anthropic", "gemini")
+                            "anthropic": D_ANTHROPIC, "gemini": D_GEMINI,
+                            "bedrock-converse": D_BEDROCK_CONVERSE,
+                            "bedrock-invoke": D_BEDROCK_INVOKE, "ollama": D_OLLAMA}
+cdef tuple _PROTOCOL_NAMES = (_limits.UNKNOWN_PROTOCOL, "chat", "responses", "anthropic", "gemini",
+                              "bedrock-converse", "bedrock-invoke", "ollama")
+
+cdef enum Framing_:  # how the stream is framed (_scanner_py's FR_*)
+    FR_UNDECIDED = 0
+    FR_SSE = 1
+    FR_ARRAY = 2  # one JSON array of events (Gemini without alt=sse)
+    FR_EVENTSTREAM = 3
+    FR_NDJSON = 4
+    FR_LOST = 5  # after a corrupt frame: nothing more can be read
 
 # ============================================================================ checks at import
 
@@ -113,7 +131,8 @@ cdef dict _C_CONSTANTS = {
     "A_FUNCTION_CALL": A_FUNCTION_CALL, "LEGACY_CALL_INDEX": LEGACY_CALL_INDEX,
     "A_OUTPUT": A_OUTPUT, "A_REASONING_TOKENS": A_REASONING_TOKENS, "A_ITEM": A_ITEM,
     "A_ITEM_TEXT": A_ITEM_TEXT, "A_ITEM_REFUSAL": A_ITEM_REFUSAL, "A_OUTPUT_INDEX": A_OUTPUT_INDEX,
-    "A_AUDIO_END": A_AUDIO_END,
+    "A_AUDIO_END": A_AUDIO_END, "A_CHUNK_BYTES": A_CHUNK_BYTES, "A_DONE": A_DONE, "A_CALL": A_CALL,
+    "A_START_TOOL": A_START_TOOL, "A_START_RESULT": A_START_RESULT, "A_START_IMAGE": A_START_IMAGE,
     "OUT_NONE": OUT_NONE, "OUT_TEXT": OUT_TEXT, "OUT_REASONING": OUT_REASONING,
     "OUT_TOOL": OUT_TOOL, "OUT_OTHER": OUT_OTHER, "ITEM_TEXT": ITEM_TEXT,
     "ITEM_REFUSAL": ITEM_REFUSAL, "ITEM_REASONING": ITEM_REASONING, "ITEM_TOOL": ITEM_TOOL,
@@ -124,7 +143,8 @@ cdef dict _C_CONSTANTS = {
     "K_FAILED": K_FAILED, "K_ERROR": K_ERROR, "K_BLOCK_START": K_BLOCK_START,
     "K_BLOCK_DELTA": K_BLOCK_DELTA, "K_MESSAGE_DELTA": K_MESSAGE_DELTA,
     "K_MESSAGE_STOP": K_MESSAGE_STOP, "K_START": K_START, "K_ITEM_DONE": K_ITEM_DONE,
-    "K_ARGS_DELTA": K_ARGS_DELTA, "K_OUTPUT": K_OUTPUT,
+    "K_ARGS_DELTA": K_ARGS_DELTA, "K_OUTPUT": K_OUTPUT, "K_FINISH_STOP": K_FINISH_STOP,
+    "EVENTSTREAM_FIRST_BYTE": 0x00, "NDJSON_FIRST_BYTE": 0x7B,
 }
 for _name, _value in _C_CONSTANTS.items():
     _shared = getattr(d, _name, None)
@@ -150,6 +170,14 @@ _JUDGE_PARAMETERS = ("protocol", "transport", "limit", "errors", "error_code", "
                      "hidden_reasoning")
 if tuple(_inspect.signature(_judge).parameters) != _JUDGE_PARAMETERS:
     raise ImportError("fastsse._scanner is stale: _verdict._judge's parameters changed; update close()")
+if tuple(_PROTOCOL_NAMES[1:]) != d.PROTOCOLS:
+    raise ImportError("fastsse._scanner is stale: _protocols.PROTOCOLS changed")
+if (d.FRAMINGS != {"chat": "sse", "responses": "sse", "anthropic": "sse", "gemini": "sse",
+                   "bedrock-converse": "eventstream", "bedrock-invoke": "eventstream",
+                   "ollama": "ndjson"}
+        or (d.BEDROCK_CHUNK_EVENT, d.EVENTSTREAM_EVENT, d.EVENTSTREAM_EXCEPTION,
+            d.EVENTSTREAM_ERROR) != ("chunk", "event", "exception", "error")):
+    raise ImportError("fastsse._scanner is stale: _protocols' framings changed")
 if _verdict._CACHED_FINISHES != MEMO_FINISHES:
     raise ImportError("fastsse._scanner is stale: _CACHED_FINISHES changed")
 cdef tuple _TRANSPORT_CODES = _verdict.TRANSPORTS
@@ -164,10 +192,12 @@ record_tables_init(d, _table_keys)
 json_tables_init(d, _table_keys)
 json_fast_tables_init(d)
 
-cdef StrTable _responses_kinds, _anthropic_kinds, _detect_types
+eventstream_init()
+cdef StrTable _responses_kinds, _anthropic_kinds, _converse_kinds, _detect_types
 cdef StrTable _a_json_input, _r_name_statuses, _a_stop_details_win
 strtable_fill(&_responses_kinds, d.EVENT_KINDS["responses"], _table_keys)
 strtable_fill(&_anthropic_kinds, d.EVENT_KINDS["anthropic"], _table_keys)
+strtable_fill(&_converse_kinds, d.EVENT_KINDS["bedrock-converse"], _table_keys)
 strtable_fill(&_detect_types, {k: i for i, k in enumerate(d.DETECT_TYPES)}, _table_keys)
 strtable_fill(&_a_json_input, {k: 1 for k in d.ANTHROPIC_JSON_INPUT_BLOCKS}, _table_keys)
 strtable_fill(&_r_name_statuses, {k: 1 for k in d.RESPONSES_NAME_STATUSES}, _table_keys)
@@ -181,6 +211,22 @@ cdef bytes _completed = d.RESPONSES_COMPLETED.encode()
 cdef bytes _r_incomplete = d.RESPONSES_STATUS_INCOMPLETE.encode()
 
 # ============================================================================ the caches
+
+cdef inline Py_ssize_t _trim(Pos line, Py_ssize_t* n) noexcept:
+    """An NDJSON line line[:n] without the spaces, tabs and CRs around its JSON: where it starts,
+    and n moved back to where it ends."""
+    cdef Py_ssize_t start = 0
+    while start < n[0] and (line[start] == b' ' or line[start] == b'\t' or line[start] == b'\r'):
+        start += 1
+    while n[0] > start and (line[n[0] - 1] == b' ' or line[n[0] - 1] == b'\t' or line[n[0] - 1] == b'\r'):
+        n[0] -= 1
+    return start
+
+
+cdef inline bint _span_is(const Span* span, const char* text, Py_ssize_t n) noexcept:
+    """Is the header's value text[:n]?"""
+    return span.p != NULL and span.n == n and memcmp(span.p, text, n) == 0
+
 
 @cython.final
 cdef class Caches:
@@ -286,7 +332,8 @@ cdef class Scanner:
     cdef readonly Py_ssize_t max_event_bytes
     cdef readonly Py_ssize_t max_line_bytes
     cdef readonly Caches caches
-    cdef int detected  # the protocol, once an event has named one (D_NONE before)
+    cdef int detected  # the protocol whose rules read the events, once one is named (D_NONE before)
+    cdef int outer  # D_BEDROCK_INVOKE: the stream's protocol, whose events are detected's
     cdef bint closed
     cdef object limit  # None or the name of the bound passed
     # evidence
@@ -294,10 +341,17 @@ cdef class Scanner:
     cdef Py_ssize_t text, reasoning, refusal, tool_calls, output
     cdef bint end_marker, sequence_gap, tool_malformed, hidden_reasoning
     cdef int items  # what whole items held (_protocols.ITEM_*)
-    # a stream that is one JSON array of events (_scanner_py.Scanner._scan_array): decided by
-    # its first byte (0: not yet, 1: array, 2: SSE); inside an element, its open containers
-    cdef int array, depth
+    # how the stream is framed (FR_*): by its protocol, or by its first byte
+    cdef int framing
+    # a stream that is one JSON array of events (_scanner_py.Scanner._scan_array): inside an
+    # element, its open containers
+    cdef int depth
     cdef bint in_string, escape
+    # an event stream (_eventstream.pxd): the frame being gathered across chunks, its length
+    # once its prelude is read; a chunk's decoded event (bedrock-invoke)
+    cdef Buf frame
+    cdef Py_ssize_t frame_total
+    cdef Buf inner
     cdef Str error_code, model, blocked
     # framing (_framing.pxd)
     cdef Framing fr
@@ -338,6 +392,13 @@ cdef class Scanner:
         self.caches = _default_caches if caches is None else caches
         self.templates = self.caches.templates
         self.detected = _PROTOCOL_CODES[None if protocol == _limits.AUTO else protocol]
+        if self.detected == D_BEDROCK_INVOKE:
+            self.detected = D_NONE  # its model's protocol, found from its first event
+            self.outer = D_BEDROCK_INVOKE
+        if protocol == _limits.AUTO or d.FRAMINGS[protocol] == d.FRAMING_SSE:
+            self.framing = FR_UNDECIDED  # SSE, or a JSON array: the first byte tells
+        else:
+            self.framing = FR_EVENTSTREAM if d.FRAMINGS[protocol] == d.FRAMING_EVENTSTREAM else FR_NDJSON
         self.fr.at_start = True
         self.error_code.len = self.model.len = self.blocked.len = -1
         self.last_seq = -1
@@ -349,6 +410,8 @@ cdef class Scanner:
         buf_free(&self.fr.line)
         buf_free(&self.fr.data)
         buf_free(&self.fr.event_type)
+        buf_free(&self.frame)
+        buf_free(&self.inner)
         buf_free(&self.rec.captured)
         buf_free(&self.memo.event)
         PyMem_Free(self.nodes)
@@ -451,15 +514,220 @@ cdef class Scanner:
         return 0
 
     cdef int _scan(self, Pos p, Py_ssize_t n) except -1:
-        """Read the chunk p[:n]: its lines, and the events they end."""
+        """Read the chunk p[:n], by the stream's framing."""
+        if self.framing == FR_UNDECIDED:
+            if self.protocol == _limits.AUTO:  # blank lines before anything tell nothing
+                while n and (p[0] == LF or p[0] == CR):
+                    p += 1
+                    n -= 1
+            if n == 0:
+                return 0
+            if p[0] == b'[':
+                self.framing = FR_ARRAY
+            elif self.protocol != _limits.AUTO:
+                self.framing = FR_SSE
+            elif p[0] == 0x00:  # _protocols.EVENTSTREAM_FIRST_BYTE
+                self.framing = FR_EVENTSTREAM
+            elif p[0] == b'{':  # _protocols.NDJSON_FIRST_BYTE
+                self.framing = FR_NDJSON
+            else:
+                self.framing = FR_SSE
+        if self.framing == FR_SSE:
+            return self._scan_sse(p, n)
+        if self.framing == FR_ARRAY:
+            return self._scan_array(p, n)
+        if self.framing == FR_EVENTSTREAM:
+            return self._scan_eventstream(p, n)
+        if self.framing == FR_NDJSON:
+            return self._scan_ndjson(p, n)
+        return 0  # FR_LOST: nothing after a corrupt frame can be read
+
+    cdef int _scan_ndjson(self, Pos p, Py_ssize_t n) except -1:
+        """Newline-delimited JSON: each line one event's data (blank lines are nothing)."""
+        cdef Py_ssize_t pos = 0, end
+        cdef const unsigned char* hit
+        while pos < n:
+            hit = <const unsigned char*>memchr(p + pos, LF, n - pos)
+            if hit == NULL:
+                break
+            end = hit - p
+            if self.fr.line.len:
+                if self._too_long(self.fr.line.len + end - pos, <unsigned char>self.fr.line.p[0]):
+                    return 0
+                buf_append(&self.fr.line, <const char*>p + pos, end - pos)
+                buf_append(&self.fr.line, "\n", 1)  # readable past the end (json_whole)
+                self._ndjson_line(<Pos>self.fr.line.p, self.fr.line.len - 1)
+                self.fr.line.len = 0
+            else:
+                if end > pos and self._too_long(end - pos, p[pos]):
+                    return 0
+                self._ndjson_line(p + pos, end - pos)  # p[end], its LF, is readable
+            if self.limit is not None:
+                return 0
+            pos = end + 1
+        if pos < n:
+            if self._too_long(self.fr.line.len + n - pos,
+                              <unsigned char>self.fr.line.p[0] if self.fr.line.len else p[pos]):
+                return 0
+            buf_append(&self.fr.line, <const char*>p + pos, n - pos)
+        return 0
+
+    cdef int _ndjson_line(self, Pos line, Py_ssize_t n) except -1:
+        """One line, line[:n] (line[n] readable): an event, unless it is blank."""
+        cdef Py_ssize_t start = _trim(line, &n)
+        if n > start:
+            self._handle_event(<Pos>"message", 7, line + start, n - start)
+        return 0
+
+    cdef bint _ndjson_whole(self, Pos line, Py_ssize_t n) except -1:
+        """The stream's last line, line[:n] without its newline (line[n] readable): read as an
+        event if it is whole JSON (True; blank: True, nothing read), else left as residue."""
+        cdef Py_ssize_t start = _trim(line, &n)
+        if n == start:
+            return True  # blank: nothing to read, nothing left
+        if not self._read_json(line + start, n - start):
+            return False
+        self._handle_event(<Pos>"message", 7, line + start, n - start)
+        return True
+
+    cdef int _scan_eventstream(self, Pos p, Py_ssize_t n) except -1:
+        """An AWS event stream: each frame where it lies in the chunk, or gathered across
+        chunks when it is split."""
+        cdef Py_ssize_t pos = 0, total, take
+        while pos < n:
+            if self.frame.len == 0 and n - pos >= PRELUDE_BYTES:
+                total = self._prelude(p + pos)
+                if total < 0:
+                    return 0
+                if n - pos >= total:
+                    self._frame(p + pos, total)
+                    if self.limit is not None:
+                        return 0
+                    pos += total
+                    continue
+                self.frame_total = total
+            take = (self.frame_total if self.frame_total else PRELUDE_BYTES) - self.frame.len
+            if take > n - pos:
+                take = n - pos
+            buf_append(&self.frame, <const char*>p + pos, take)
+            pos += take
+            if not self.frame_total:
+                if self.frame.len < PRELUDE_BYTES:
+                    return 0
+                total = self._prelude(<Pos>self.frame.p)
+                if total < 0:
+                    return 0
+                self.frame_total = total
+            if self.frame.len == self.frame_total:
+                total = self.frame_total
+                self.frame_total = 0
+                self._frame(<Pos>self.frame.p, total)
+                self.frame.len = 0
+                if self.limit is not None:
+                    return 0
+        return 0
+
+    cdef Py_ssize_t _prelude(self, Pos q) except -2:
+        """The length of the frame whose prelude is q[:12], or -1: a corrupt prelude (the rest
+        of the stream is lost) or a frame past the bound (the limit is set)."""
+        cdef Py_ssize_t total = be32(q), headers_len = be32(q + 4)
+        if (crc32(q, 8) != be32(q + 8) or total < MIN_FRAME_BYTES
+                or headers_len > total - MIN_FRAME_BYTES):
+            self.malformed += 1
+            self.framing = FR_LOST
+            self.frame.len = 0
+            self.frame_total = 0
+            return -1
+        if total > self.max_event_bytes:
+            self._exceed("event")
+            return -1
+        return total
+
+    cdef int _frame(self, Pos f, Py_ssize_t total) except -1:
+        """One whole frame f[:total], its prelude checked: an event, an exception or an error,
+        or malformed."""
+        cdef Py_ssize_t headers_len = be32(f + 4)
+        cdef Span h[N_HEADERS]
+        cdef Span* fault
+        cdef Pos payload = f + PRELUDE_BYTES + headers_len
+        cdef Py_ssize_t payload_len = total - headers_len - MIN_FRAME_BYTES
+        self.events += 1
+        if (crc32(f, total - CRC_BYTES) != be32(f + total - CRC_BYTES)
+                or read_headers(f + PRELUDE_BYTES, headers_len, h) < 0):
+            self.malformed += 1
+            return 0
+        if _span_is(&h[H_MESSAGE_TYPE], b"exception", 9):
+            fault = &h[H_EXCEPTION_TYPE]
+        elif _span_is(&h[H_MESSAGE_TYPE], b"error", 5):
+            fault = &h[H_ERROR_CODE]
+        elif _span_is(&h[H_MESSAGE_TYPE], b"event", 5):
+            fault = NULL
+        else:
+            return 0  # no other kind of message is known: nothing to judge
+        if fault != NULL:
+            self.errors += 1
+            if self.error_code.len < 0 and fault.p != NULL and fault.n > 0:
+                self.error_code.len = 0
+                str_append(&self.error_code, <const char*>fault.p, min(fault.n, CAP))
+            return 0
+        if self.detected == D_NONE and self.outer == D_NONE:
+            if _span_is(&h[H_EVENT_TYPE], b"chunk", 5):
+                self.outer = D_BEDROCK_INVOKE
+            else:
+                self.detected = D_BEDROCK_CONVERSE
+        if self.outer != D_NONE:
+            if _span_is(&h[H_EVENT_TYPE], b"chunk", 5):
+                self._chunk(payload, payload_len)
+            return 0
+        # payload[payload_len], the frame's CRC, is readable
+        if not self._read_json(payload, payload_len):
+            self.malformed += 1
+            return 0
+        if h[H_EVENT_TYPE].p == NULL:
+            self._interpret(<Pos>"", 0)
+        else:
+            self._interpret(h[H_EVENT_TYPE].p, h[H_EVENT_TYPE].n)
+        return 0
+
+    cdef int _chunk(self, Pos payload, Py_ssize_t n) except -1:
+        """A Bedrock InvokeModel chunk: the model's own event, base64 in its "bytes"."""
+        cdef Py_ssize_t size
+        if not self._read_json(payload, n) or self.rec.chunk_len < 0:
+            self.malformed += 1
+            return 0
+        self.inner.len = 0
+        buf_reserve(&self.inner, self.rec.chunk_len // 4 * 3 + 1)
+        size = base64_decode(<const unsigned char*>self.rec.captured.p + self.rec.chunk_off,
+                             self.rec.chunk_len, <unsigned char*>self.inner.p)
+        if size <= 0:
+            self.malformed += 1
+            return 0
+        self.inner.p[size] = b'\n'  # readable past the end (json_whole)
+        if not self._read_json(<Pos>self.inner.p, size):
+            self.malformed += 1
+            return 0
+        self._interpret(<Pos>"", 0)
+        return 0
+
+    cdef inline int _read_json(self, Pos data, Py_ssize_t n) except -1:
+        """Read the JSON data[:n] (data[n] readable) into the record: 1 if json_whole read it
+        in one pass, 2 if the automaton did, 0 if it is not one JSON value."""
+        record_reset(&self.rec)
+        if n == 0:
+            return 0
+        if json_whole(&self.rec, data, n):
+            return 1
+        # unusual or malformed: the automaton reads it from scratch and decides
+        record_reset(&self.rec)
+        json_init(&self.js, &self.rec, self._automaton())
+        json_feed(&self.js, data, n)
+        return 2 if json_finish(&self.js) else 0
+
+    cdef int _scan_sse(self, Pos p, Py_ssize_t n) except -1:
+        """Server-Sent Events: the lines of the chunk p[:n], and the events they end."""
         cdef Py_ssize_t pos = 0, end, length, blank, value_off
         cdef bint first
         cdef LineSearch search
-        if self.array != 2:
-            if self.array == 0 and n:
-                self.array = 1 if p[0] == b'[' else 2
-            if self.array == 1:
-                return self._scan_array(p, n)
         search_init(&search)
         if self.fr.pending_cr:
             self.fr.pending_cr = False
@@ -629,6 +897,7 @@ cdef class Scanner:
     cdef int _handle_event(self, Pos etype, Py_ssize_t etype_len, Pos data,
                            Py_ssize_t n) except -1:
         """data[:n] is the event's data; data[n] must be readable."""
+        cdef int read
         self.events += 1
         if etype_len == 5 and memcmp(etype, "error", 5) == 0:
             self.errors += 1
@@ -640,20 +909,14 @@ cdef class Scanner:
             if self.detected == D_CHAT:
                 self.end_marker = True
             return 0
-        record_reset(&self.rec)
-        if json_whole(&self.rec, data, n):
-            self._interpret(etype, etype_len)
-            self.memo_event = self._replayable()
-            self.template_event = self._templatable()
-            return 0
-        # unusual or malformed: the automaton reads it from scratch and decides
-        record_reset(&self.rec)
-        json_init(&self.js, &self.rec, self._automaton())
-        json_feed(&self.js, data, n)
-        if not json_finish(&self.js):
+        read = self._read_json(data, n)
+        if read == 0:
             self.malformed += 1
             return 0
         self._interpret(etype, etype_len)
+        if read == 1:
+            self.memo_event = self._replayable()
+            self.template_event = self._templatable()
         return 0
 
     # ------------------------------------------------------------------ the caches
@@ -855,6 +1118,10 @@ cdef class Scanner:
             self._responses(strtable_get(&_responses_kinds, name, name_len))
         elif self.detected == D_ANTHROPIC:
             self._anthropic(strtable_get(&_anthropic_kinds, name, name_len))
+        elif self.detected == D_OLLAMA:
+            self._ollama()
+        elif self.detected == D_BEDROCK_CONVERSE:
+            self._converse(strtable_get(&_converse_kinds, name, name_len))
         return 0
 
     cdef inline void _note_model(self, const Str* model) noexcept:
@@ -910,6 +1177,8 @@ cdef class Scanner:
             return D_CHAT
         if self.rec.gemini:
             return D_GEMINI
+        if self.rec.done >= 0:
+            return D_OLLAMA
         return D_NONE
 
     cdef void _note_error(self) noexcept:
@@ -1175,6 +1444,25 @@ cdef class Scanner:
                 self._note_error()
         return 0
 
+    cdef int _converse(self, int kind) except -1:
+        """bedrock-converse: its deltas and block starts are read as Anthropic's."""
+        if kind == K_BLOCK_START or kind == K_BLOCK_DELTA:
+            self._anthropic(kind)
+        elif kind == K_FINISH_STOP:
+            self.end_marker = True
+            self._finish(0, &self.rec.stop_reason)
+        return 0
+
+    cdef int _ollama(self) except -1:
+        """One line: its text, thinking and whole tool calls; the last says done and why."""
+        cdef Record* r = &self.rec
+        self._add_content(r.delta_text, r.delta_thinking, 0)
+        self.tool_calls += r.calls
+        if r.done == 1:
+            self.end_marker = True
+            self._finish(0, &r.stop_reason)
+        return 0
+
     # ------------------------------------------------------------------ the end
     cdef object _judgement(self, str transport, Py_ssize_t residual, int n_finishes):
         """_judge's answer for this stream, whose first n_finishes finish reasons count.  Most
@@ -1186,7 +1474,7 @@ cdef class Scanner:
         cdef tuple finishes
         cdef bint memo = n_finishes <= MEMO_FINISHES
         cdef bint text, reasoning, refusal, tool_calls, output
-        k.protocol = self.detected
+        k.protocol = self.outer if self.outer != D_NONE else self.detected
         k.transport = 0
         while _TRANSPORT_CODES[k.transport] != transport:  # close() checked that it is one
             k.transport += 1
@@ -1215,7 +1503,7 @@ cdef class Scanner:
             Py_INCREF(raw)
             PyTuple_SET_ITEM(finishes, i, raw)
         head = (_judge_cached if memo else _judge)(
-            _PROTOCOL_NAMES[self.detected], transport, self.limit, self.errors > 0,
+            _PROTOCOL_NAMES[k.protocol], transport, self.limit, self.errors > 0,
             str_bytes(&self.error_code), self.end_marker, self.events == 0, residual > 0,
             self.malformed > 0, self.sequence_gap, finishes, str_bytes(&self.blocked),
             text, reasoning, refusal, tool_calls, self.tool_malformed, output,
@@ -1238,10 +1526,16 @@ cdef class Scanner:
         if self.fr.at_start and self.fr.head_len and self.limit is None:
             self.fr.at_start = False
             self._scan(self.fr.head, self.fr.head_len)
+        if self.limit is None and self.framing == FR_NDJSON and self.fr.line.len:
+            # the last line, without its newline: an event if it is whole JSON
+            buf_append(&self.fr.line, "\n", 1)  # readable past the end (json_whole)
+            self.fr.line.len -= 1
+            if self._ndjson_whole(<Pos>self.fr.line.p, self.fr.line.len):
+                self.fr.line.len = 0
         residual = 0
         n_finishes = 0  # a stream read up to a limit has its finish reasons ignored
         if self.limit is None:
-            residual = self.fr.line.len + self.fr.event_bytes + self.fr.bare_bytes
+            residual = self.fr.line.len + self.fr.event_bytes + self.fr.bare_bytes + self.frame.len
             if self.depth:  # an array's element, cut
                 residual += self.fr.data.len
             for i in range(self.n_tools):

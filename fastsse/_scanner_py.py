@@ -21,6 +21,15 @@ from collections.abc import Callable
 
 from . import _protocols as d
 from ._caches_py import Caches, default_caches
+from ._eventstream_py import (
+    H_ERROR_CODE,
+    H_EVENT_TYPE,
+    H_EXCEPTION_TYPE,
+    H_MESSAGE_TYPE,
+    EventStreamFraming,
+    Frame,
+    base64_decode,
+)
 from ._framing_py import (
     COLON,
     F_DATA,
@@ -84,6 +93,14 @@ _R_NAME_STATUSES = frozenset(s.encode() for s in d.RESPONSES_NAME_STATUSES)
 _A_STOP_DETAILS_WIN = frozenset(t.encode() for t in d.ANTHROPIC_STOP_DETAILS_WIN)
 _A_JSON_INPUT = frozenset(t.encode() for t in d.ANTHROPIC_JSON_INPUT_BLOCKS)
 _ERROR_EVENT = b"error"
+_CHUNK_EVENT = d.BEDROCK_CHUNK_EVENT.encode()
+_ES_EVENT = d.EVENTSTREAM_EVENT.encode()
+_ES_FAULTS = {d.EVENTSTREAM_EXCEPTION.encode(): H_EXCEPTION_TYPE, d.EVENTSTREAM_ERROR.encode(): H_ERROR_CODE}
+# The framings, as the scanner holds them: not decided yet, SSE, one JSON array (Gemini),
+# an AWS event stream, NDJSON.
+FR_UNDECIDED, FR_SSE, FR_ARRAY, FR_EVENTSTREAM, FR_NDJSON, FR_LOST = range(6)  # lost: unreadable
+_JSON_SPACE = b" \t\r"
+_FRAMING_CODES = {d.FRAMING_SSE: FR_UNDECIDED, d.FRAMING_EVENTSTREAM: FR_EVENTSTREAM, d.FRAMING_NDJSON: FR_NDJSON}
 
 
 def _terminal_reason(kind: int, record: EventRecord) -> bytes | None:
@@ -111,6 +128,8 @@ def detect_protocol(record: EventRecord, event_type: bytes) -> str | None:
         return "chat"
     if record.gemini:
         return "gemini"
+    if record.done is not None:
+        return "ollama"
     return None
 
 
@@ -136,7 +155,10 @@ class Scanner:
         self.max_event_bytes = max_event_bytes
         self.max_line_bytes = max_line_bytes
         self.caches = default_caches if caches is None else caches
-        self._detected = None if protocol == "auto" else protocol
+        # the protocol whose rules read the events; bedrock-invoke's are its model's (anthropic,
+        # chat), found from its first event, and the stream's protocol is then _outer
+        self._detected = None if protocol in ("auto", "bedrock-invoke") else protocol
+        self._outer = "bedrock-invoke" if protocol == "bedrock-invoke" else None
         self._closed = False
         self._ev = Evidence()
         self._fr = Framing()
@@ -147,9 +169,11 @@ class Scanner:
         # a call's input being read: anthropic, by block index; responses, by output_index
         self._blocks: dict[int, JsonScanner] = {}
         self._last_seq: int | None = None
-        # A stream that is one JSON array of events (Gemini's streamGenerateContent without
-        # alt=sse) rather than SSE: decided by its first byte (0: not yet, 1: array, 2: SSE)
-        self._array = 0
+        # How the stream is framed (FR_*): by its protocol, or by its first byte.  SSE
+        # protocols may send one JSON array of events instead (Gemini's streamGenerateContent
+        # without alt=sse): that too is decided by the first byte.
+        self._framing = FR_UNDECIDED if protocol == "auto" else _FRAMING_CODES[d.FRAMINGS[protocol]]
+        self._es = EventStreamFraming()
         self._depth = 0  # inside an element: its open objects and arrays
         self._in_string = self._escape = False
 
@@ -169,13 +193,37 @@ class Scanner:
         self._scan(chunk)
 
     def _scan(self, data: bytes) -> None:
-        """Read the chunk: its lines, and the events they end."""
-        if self._array != 2:
-            if self._array == 0 and data:
-                self._array = 1 if data[0] == OPEN_ARRAY else 2
-            if self._array == 1:
-                self._scan_array(data)
+        """Read the chunk, by the stream's framing."""
+        framing = self._framing
+        if framing == FR_UNDECIDED:
+            if self.protocol == "auto":
+                data = data.lstrip(b"\r\n")  # blank lines before anything tell nothing
+            if not data:
                 return
+            first = data[0]
+            if first == OPEN_ARRAY:
+                framing = FR_ARRAY
+            elif self.protocol != "auto":
+                framing = FR_SSE
+            elif first == d.EVENTSTREAM_FIRST_BYTE:
+                framing = FR_EVENTSTREAM
+            elif first == d.NDJSON_FIRST_BYTE:
+                framing = FR_NDJSON
+            else:
+                framing = FR_SSE
+            self._framing = framing
+        if framing == FR_SSE:
+            self._scan_sse(data)
+        elif framing == FR_ARRAY:
+            self._scan_array(data)
+        elif framing == FR_EVENTSTREAM:
+            self._scan_eventstream(data)
+        elif framing == FR_NDJSON:
+            self._scan_ndjson(data)
+        # FR_LOST: nothing after a corrupt frame can be read
+
+    def _scan_sse(self, data: bytes) -> None:
+        """Server-Sent Events: the chunk's lines, and the events they end."""
         fr = self._fr
         pos, n = 0, len(data)
         if fr.pending_cr:
@@ -251,6 +299,96 @@ class Scanner:
                 self._handle_event(b"message", element)
                 if self._ev.limit is not None:
                     return
+
+    def _scan_ndjson(self, data: bytes) -> None:
+        """Newline-delimited JSON: each line one event's data (blank lines are nothing)."""
+        fr = self._fr
+        pos, n = 0, len(data)
+        while True:
+            end = data.find(b"\n", pos)
+            if end < 0:
+                break
+            if fr.line:
+                if self._too_long(len(fr.line) + end - pos, fr.line[0]):
+                    return
+                fr.line += data[pos:end]
+                line = bytes(fr.line)
+                fr.line.clear()
+            else:
+                line = data[pos:end]
+                if line and self._too_long(len(line), line[0]):
+                    return
+            self._ndjson_line(line)
+            if self._ev.limit is not None:
+                return
+            pos = end + 1
+        if pos < n:
+            first = fr.line[0] if fr.line else data[pos]
+            if self._too_long(len(fr.line) + n - pos, first):
+                return
+            fr.line += data[pos:]
+
+    def _ndjson_line(self, line: bytes) -> None:
+        line = line.strip(_JSON_SPACE)
+        if line:
+            self._handle_event(b"message", line)
+
+    def _scan_eventstream(self, data: bytes) -> None:
+        """An AWS event stream: the frames the chunk completes."""
+        es = self._es
+        for frame in es.read(data, self.max_event_bytes):
+            self._frame(frame)
+            if self._ev.limit is not None:
+                return
+        if es.limit:
+            self._exceed("event")
+        elif es.lost:
+            self._ev.malformed_events += 1
+            self._framing = FR_LOST
+
+    def _frame(self, frame: Frame) -> None:
+        """One whole frame: an event, an exception or an error, or malformed."""
+        ev = self._ev
+        ev.events += 1
+        if not frame.valid:
+            ev.malformed_events += 1
+            return
+        message_type = frame.headers.get(H_MESSAGE_TYPE)
+        fault = _ES_FAULTS.get(message_type) if message_type is not None else None
+        if fault is not None:
+            ev.errors += 1
+            if ev.error_code is None:
+                ev.error_code = frame.headers.get(fault, b"")[: d.CAPTURE_BYTES] or None
+            return
+        if message_type != _ES_EVENT:
+            return  # no other kind of message is known: nothing to judge
+        event_type = frame.headers.get(H_EVENT_TYPE, b"")
+        if self._detected is None and self._outer is None:
+            if event_type == _CHUNK_EVENT:
+                self._outer = "bedrock-invoke"
+            else:
+                self._detected = "bedrock-converse"
+        if self._outer is not None:
+            if event_type == _CHUNK_EVENT:
+                self._chunk(frame.payload)
+            return
+        record = analyze_json(frame.payload)
+        if record is None:
+            ev.malformed_events += 1
+            return
+        self._interpret(record, event_type)
+
+    def _chunk(self, payload: bytes) -> None:
+        """A Bedrock InvokeModel chunk: the model's own event, base64 in its "bytes"."""
+        record = analyze_json(payload)
+        inner = None
+        if record is not None and record.chunk is not None:
+            inner = base64_decode(record.chunk)
+        record = None if inner is None else analyze_json(inner)
+        if record is None:
+            self._ev.malformed_events += 1
+            return
+        self._interpret(record, b"")
 
     def _too_long(self, line_length: int, first: int) -> bool:
         """Check the bounds for a line of this length; on breach, stop reading for good."""
@@ -368,6 +506,8 @@ class Scanner:
         protocol = self._detected
         if protocol == "chat" or protocol == "gemini":
             self._choices(record)
+        elif protocol == "ollama":
+            self._ollama(record)
         elif protocol in _EVENT_RULES:  # responses, anthropic: what the event is, by its name
             kind = _KINDS[protocol].get(record.type if record.type is not None else event_type, d.K_OTHER)
             if protocol == "responses":
@@ -565,6 +705,21 @@ class Scanner:
     def _a_message_stop(self, record: EventRecord, kind: int) -> None:
         self._ev.end_marker = True
 
+    # bedrock-converse (its deltas and block starts are read as Anthropic's)
+    def _c_message_stop(self, record: EventRecord, kind: int) -> None:
+        self._ev.end_marker = True
+        self._finish(0, record.stop_reason)
+
+    # ollama
+    def _ollama(self, record: EventRecord) -> None:
+        """One line: its text, thinking and whole tool calls; the last says done and why."""
+        ev = self._ev
+        self._add_content(record.delta_text, record.delta_thinking, 0)
+        ev.tool_calls += record.calls
+        if record.done:
+            ev.end_marker = True
+            self._finish(0, record.stop_reason)
+
     # ------------------------------------------------------------------ the end
     def close(self, transport: str = "eof") -> Verdict:
         check_transport(transport)
@@ -578,8 +733,15 @@ class Scanner:
             fr.head.clear()
             fr.at_start = False
             self._scan(head)
+        if ev.limit is None and self._framing == FR_NDJSON and fr.line:
+            # the last line, without its newline: an event if it is whole JSON
+            line = bytes(fr.line).strip(_JSON_SPACE)
+            if not line or analyze_json(line) is not None:  # (blank: nothing read, nothing left)
+                fr.line.clear()
+                if line:
+                    self._handle_event(b"message", line)
         if ev.limit is None:
-            ev.residual_bytes = len(fr.line) + fr.event_bytes + fr.bare_bytes
+            ev.residual_bytes = len(fr.line) + fr.event_bytes + fr.bare_bytes + len(self._es.buf)
             if self._depth:  # an array's element, cut
                 ev.residual_bytes += len(fr.data)
             for call in self._tools.values():
@@ -587,7 +749,7 @@ class Scanner:
             for scanner in self._blocks.values():
                 self._check_args(scanner)
             ev.finishes = list(self._finishes.items())
-        ev.protocol = self._detected or UNKNOWN_PROTOCOL
+        ev.protocol = self._outer or self._detected or UNKNOWN_PROTOCOL
         return decide(ev, transport)
 
 
@@ -616,6 +778,11 @@ _EVENT_RULES: dict[str, dict[int, _EventRule]] = {
         d.K_MESSAGE_DELTA: Scanner._a_message_delta,
         d.K_MESSAGE_STOP: Scanner._a_message_stop,
         d.K_ERROR: Scanner._note_error_unless_said,
+    },
+    "bedrock-converse": {
+        d.K_BLOCK_START: Scanner._a_block_start,
+        d.K_BLOCK_DELTA: Scanner._a_block_delta,
+        d.K_FINISH_STOP: Scanner._c_message_stop,
     },
 }
 

@@ -27,7 +27,7 @@ from functools import cache
 
 from locust import FastHttpUser, between, events, task
 
-from loadtests.wire import EXPECTED_CATEGORY, F2C_PROTOCOLS, PROTOCOLS, answer_text, wire
+from loadtests.wire import EXPECTED_CATEGORY, PROTOCOLS, answer_text, fault_for, wire
 
 # (size in bytes, share): most answers are small, a few are long.
 SIZES = ((2_000, 0.30), (8_000, 0.30), (30_000, 0.22), (100_000, 0.13), (300_000, 0.05))
@@ -124,8 +124,7 @@ class Gateway(FastHttpUser):
         tool = self.random.choice(TOOLS)
         size = self.random.choices([s for s, _ in SIZES], [w for _, w in SIZES])[0]
         fault = self.random.choices(self.faults, self.fault_weights)[0]
-        if fault == "F2C" and protocol not in F2C_PROTOCOLS:
-            fault = "F2"
+        fault = fault_for(protocol, fault)
         request_id = f"{self.gateway}-{next(self.counter)}"
         for attempt in (1, 2, 3):
             self.post(protocol, fault, size, tool, request_id, attempt)

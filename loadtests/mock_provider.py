@@ -1,4 +1,4 @@
-"""A fault-injecting mock LLM provider that speaks the four streaming protocols byte for byte.
+"""A fault-injecting mock LLM provider that speaks the streaming protocols byte for byte.
 
     python -m loadtests.mock_provider --port 9100            # on 127.0.0.1
     python -m loadtests.mock_provider --port 9100 --log requests.jsonl --sentences 20
@@ -6,8 +6,11 @@
 Endpoints, as the providers have them: ``POST /v1/chat/completions``, ``POST /v1/responses``,
 ``POST /v1/messages`` (and ``/v1/messages/count_tokens``), Gemini ``POST
 /v1beta/models/{model}:streamGenerateContent?alt=sse`` (and ``:generateContent``),
-``GET /v1/models``, ``HEAD /``.  A request without ``"stream": true`` (or Gemini's
-``generateContent``) gets the whole answer as one JSON body.
+Bedrock's ``POST /model/{modelId}/converse-stream`` and ``/model/{modelId}/invoke-with-response-stream``
+(and ``/converse``, ``/invoke``; any SigV4 signature, or none, is accepted), Ollama's ``POST
+/api/chat`` and ``/api/generate``, ``GET /v1/models``, ``HEAD /``.  A request without ``"stream":
+true`` (Gemini's ``generateContent``, Bedrock's ``converse`` and ``invoke``, Ollama's
+``"stream": false``) gets the whole answer as one JSON body.
 
 The fault is chosen by a path prefix, since every client lets you set a base URL and not every
 client lets you add a header: base URL ``http://127.0.0.1:9100/F4/v1`` injects F4 into every
@@ -36,9 +39,9 @@ import struct
 import sys
 import time
 from dataclasses import dataclass, field
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
-from .wire import DEFAULT_MODELS, F2C_PROTOCOLS, FAULTS, answer_text, reasoning_text, wire
+from .wire import DEFAULT_MODELS, FAULTS, answer_text, fault_for, reasoning_text, wire
 
 MAX_HEADER_BYTES = 64 * 1024
 MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -49,6 +52,9 @@ PREFIX = re.compile(
 GEMINI = re.compile(
     r"^/v1beta/models/(?P<model>[^/:]+):(?P<method>streamGenerateContent|"
     r"generateContent|countTokens)$"
+)
+BEDROCK = re.compile(
+    r"^/model/(?P<model>[^/]+)/(?P<operation>converse-stream|converse|invoke-with-response-stream|invoke)$"
 )
 
 
@@ -280,8 +286,7 @@ class MockProvider:
                 self.settings.onces.add(once)
         if not streamed and applied not in ("F4", "F5"):
             applied = "F0"
-        if applied == "F2C" and protocol not in F2C_PROTOCOLS:
-            applied = "F2"
+        applied = fault_for(protocol, applied)
         entry.update(protocol=protocol, model=model, stream=streamed, applied=applied, once=bool(once))
         if not streamed:
             answer = self.whole_answer(protocol, applied, model, body)
@@ -305,6 +310,7 @@ class MockProvider:
             model=model,
             usage=self.wants_usage(protocol, body),
             seed=int(entry["at"] * 1000) % (1 << 30),
+            generate=bool(body.get("ollama_generate")),
         )
         await connection.head(
             200,
@@ -356,6 +362,16 @@ class MockProvider:
                 return "gemini_count", None, False, body
             streamed = gemini["method"] == "streamGenerateContent"
             return "gemini", gemini["model"], streamed, body
+        bedrock = BEDROCK.match(path)
+        if bedrock:
+            operation = bedrock["operation"]
+            protocol = "bedrock-converse" if operation.startswith("converse") else "bedrock-invoke"
+            return protocol, unquote(bedrock["model"]), operation.endswith("-stream"), request.json()
+        if path.endswith(("/api/chat", "/api/generate")):  # Ollama streams unless told not to
+            body = request.json()
+            body["ollama_generate"] = path.endswith("/api/generate")
+            model = str(body.get("model") or DEFAULT_MODELS["ollama"])
+            return "ollama", model, body.get("stream", True) is not False, body
         for suffix, protocol in (
             ("/chat/completions", "chat"),
             ("/responses", "responses"),
@@ -417,7 +433,21 @@ class MockProvider:
                 ],
                 "usage": {"input_tokens": 24, "output_tokens": words, "total_tokens": 24 + words},
             }
-        elif protocol == "anthropic":
+        elif protocol == "bedrock-converse":
+            answer = {
+                "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+                "stopReason": "max_tokens" if cut else "end_turn",
+                "usage": {"inputTokens": 24, "outputTokens": words, "totalTokens": 24 + words},
+                "metrics": {"latencyMs": 1630},
+            }
+        elif protocol == "ollama":
+            answer = {"model": model, "created_at": "2025-12-01T12:00:00.000000Z"}
+            if body.get("ollama_generate"):
+                answer["response"] = text
+            else:
+                answer["message"] = {"role": "assistant", "content": text}
+            answer.update(done=True, done_reason="length" if cut else "stop", eval_count=words)
+        elif protocol in ("anthropic", "bedrock-invoke"):
             answer = {
                 "id": "msg_01mockwhole",
                 "type": "message",

@@ -1,9 +1,12 @@
 """Stream bytes as the providers put them on the wire, healthy or with one fault injected.
 
-The four protocols are written byte for byte as real captures show them (``shared/PROTOCOLS.md``
-and ``shared/corpus``): chat chunks as compact ``data: {json}`` events ending in ``[DONE]``,
-Responses events as ``event:`` + ``data:`` with ``sequence_number``, Anthropic events named by
-``event:`` with ``{"type": "ping"}`` pings, Gemini chunks with ``": "`` JSON and CRLF framing.
+The protocols are written byte for byte as real captures and the providers' documents show them
+(``shared/PROTOCOLS.md``, ``shared/corpus``, docs/verdict/protocols.md): chat chunks as compact
+``data: {json}`` events ending in ``[DONE]``, Responses events as ``event:`` + ``data:`` with
+``sequence_number``, Anthropic events named by ``event:`` with ``{"type": "ping"}`` pings, Gemini
+chunks with ``": "`` JSON and CRLF framing; Bedrock's ConverseStream and
+InvokeModelWithResponseStream as AWS event stream frames (``loadtests/eventstream.py``), the
+latter's chunks carrying Anthropic's events; Ollama's ``/api/chat`` lines as NDJSON.
 The answer is readable text ("Sentence 3 of 12 ...") so that a person can see where it was cut.
 
 This is the one place that builds real-shaped streams.  ``wire(protocol, fault, ...)`` returns
@@ -18,8 +21,8 @@ F0      a normal, complete stream
 F1      a clean end mid-answer: no terminal event, the body ends properly
 F2      everything but the terminal event ([DONE], response.completed, message_stop, the
         final Gemini chunk with its finishReason)
-F2C     chat: the finish chunk dropped, [DONE] kept; anthropic: message_delta dropped,
-        message_stop kept (the terminal event comes, the reason never does)
+F2C     chat: the finish chunk dropped, [DONE] kept; anthropic (and bedrock-invoke):
+        message_delta dropped, message_stop kept (the terminal event comes, the reason never does)
 F3      half an event (its JSON cut), then a clean end
 F4      cut by the token limit, in the protocol's own words (finish_reason length,
         response.incomplete with max_output_tokens, stop_reason max_tokens, MAX_TOKENS)
@@ -28,20 +31,30 @@ error   an error inside the stream, as the provider sends it
 reset   part of the stream, then a TCP reset
 stall   part of the stream, then no bytes for a while, then a clean end
 empty   a 200 with no body at all
+crc     event streams: one frame mid-answer with a payload bit flipped (its CRC no longer
+        matches), the rest of the stream whole
+
+``applies(protocol, fault)`` says where a fault exists (F2C needs a separate finish event, crc
+an event stream).
 """
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import math
 import random
+import re
 import string
 from dataclasses import dataclass, field
 
 from fastsse import PROTOCOLS
+from fastsse._eventstream_py import EventStreamFraming
 
-FAULTS = ("F0", "F1", "F2", "F2C", "F3", "F4", "F5", "error", "reset", "stall", "empty")
+from . import eventstream as es
+
+FAULTS = ("F0", "F1", "F2", "F2C", "F3", "F4", "F5", "error", "reset", "stall", "empty", "crc")
 # What fastsse should say of the bytes each fault puts on the wire (a gateway that saw the
 # connection end cleanly: transport eof).  The mock's own tests hold it to these.
 EXPECTED_CATEGORY = {
@@ -56,18 +69,48 @@ EXPECTED_CATEGORY = {
     "reset": "no_end_marker",
     "stall": "no_end_marker",
     "empty": "no_end_marker",
+    "crc": "malformed_event",
 }
 # What it should say when the gateway saw the connection end as the fault ends it: a reset is a
 # transport error (a stall ends cleanly once its silence is over, unless a client gave up first).
 EXPECTED_OVER_HTTP = {**EXPECTED_CATEGORY, "reset": "transport_error"}
-# Faults that only make sense where the protocol has a separate finish event.
-F2C_PROTOCOLS = ("chat", "anthropic")
+# Faults that only make sense where the protocol has a separate finish event, and where it
+# frames events with checksums.
+F2C_PROTOCOLS = ("chat", "anthropic", "bedrock-invoke")
+CRC_PROTOCOLS = ("bedrock-converse", "bedrock-invoke")
+
+
+def applies(protocol: str, fault: str) -> bool:
+    """Can this fault happen in this protocol?"""
+    if fault == "F2C":
+        return protocol in F2C_PROTOCOLS
+    if fault == "crc":
+        return protocol in CRC_PROTOCOLS
+    return True
+
+
+# What a fault becomes where it cannot happen: the nearest fault that can.
+FALLBACK = {"F2C": "F2", "crc": "F3"}
+
+
+def fault_for(protocol: str, fault: str) -> str:
+    """The fault, or its FALLBACK where the protocol cannot have it."""
+    return fault if applies(protocol, fault) else FALLBACK[fault]
+
 
 DEFAULT_MODELS = {
     "chat": "gpt-4o-2024-08-06",
     "responses": "gpt-5-mini-2025-08-07",
     "anthropic": "claude-sonnet-4-5-20250929",
     "gemini": "gemini-2.5-flash",
+    "bedrock-converse": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+    "bedrock-invoke": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+    "ollama": "llama3.2",
+}
+CONTENT_TYPES = {
+    "bedrock-converse": es.CONTENT_TYPE,
+    "bedrock-invoke": es.CONTENT_TYPE,
+    "ollama": "application/x-ndjson",
 }
 CREATED = 1764590400  # 2025-12-01, every stream's creation time
 ENDINGS = ("close", "reset", "stall")
@@ -379,11 +422,24 @@ def _responses(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], 
 # anthropic (Messages)
 # =============================================================================================
 def _anthropic(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], int | None, int]:
-    events = []
+    events, terminal, chars = _anthropic_events(fault, text, reasoning, model, ids)
+    pieces = [
+        b"event: "
+        + e["type"].encode()
+        + b"\ndata: "
+        + (b'{"type": "ping"}' if e["type"] == "ping" else _compact(e))
+        + b"\n\n"
+        for e in events
+    ]
+    return pieces, terminal, chars
+
+
+def _anthropic_events(fault, text, reasoning, model, ids) -> tuple[list[dict], int | None, int]:
+    """The events of an Anthropic Messages stream, as dicts (the SSE API and Bedrock frame them)."""
+    events: list[dict] = []
 
     def event(type_, **fields) -> None:
-        body = b'{"type": "ping"}' if type_ == "ping" else _compact({"type": type_, **fields})
-        events.append(b"event: " + type_.encode() + b"\ndata: " + body + b"\n\n")
+        events.append({"type": type_, **fields})
 
     event(
         "message_start",
@@ -448,6 +504,123 @@ def _anthropic(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], 
 
 
 # =============================================================================================
+# bedrock-invoke (InvokeModelWithResponseStream): Anthropic's events, each in a chunk frame
+# =============================================================================================
+_BEDROCK_ID = re.compile(r"^(?:[a-z]+\.)?anthropic\.|-v\d+:\d+$")
+INVOCATION_METRICS = {"inputTokenCount": 24, "invocationLatency": 1630, "firstByteLatency": 412}
+
+
+def _bedrock_invoke(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], int | None, int]:
+    # the model names itself as the Anthropic API does: no region, vendor or version of Bedrock's id
+    events, terminal, chars = _anthropic_events(fault, text, reasoning, _BEDROCK_ID.sub("", model), ids)
+    events = [e for e in events if e["type"] != "ping"]  # Bedrock passes no pings on
+    if fault == "error":  # Bedrock's own error, a modeled exception, in place of the model's
+        kept = events[:-1]
+        return (
+            [es.chunk(e, pad=ids.rng.randint(1, len(es.PADDING))) for e in kept]
+            + [es.exception("modelStreamErrorException", "The model stream was interrupted. Try your request again.")],
+            None,
+            chars,
+        )
+    terminal = len(events) - 1
+    events[-1] = {**events[-1], "amazon-bedrock-invocationMetrics": {**INVOCATION_METRICS, "outputTokenCount": 12}}
+    return [es.chunk(e, pad=ids.rng.randint(1, len(es.PADDING))) for e in events], terminal, chars
+
+
+# =============================================================================================
+# bedrock-converse (ConverseStream): its own events, each a frame
+# =============================================================================================
+def _bedrock_converse(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], int | None, int]:
+    events = []
+
+    def event(event_type, **payload) -> None:
+        events.append(es.event(event_type, payload, pad=ids.rng.randint(1, len(es.PADDING))))
+
+    event("messageStart", role="assistant")
+    index = 0
+    thought = tokens(reasoning or (reasoning_text() if fault == "F5" else ""))
+    for t in thought:
+        event("contentBlockDelta", contentBlockIndex=index, delta={"reasoningContent": {"text": t}})
+    if thought and fault != "F5":
+        event("contentBlockDelta", contentBlockIndex=index, delta={"reasoningContent": {"signature": ids.token(88)}})
+        event("contentBlockStop", contentBlockIndex=index)
+        index += 1
+    answer = [] if fault == "F5" else tokens(text)
+    if fault == "F4":
+        answer = answer[: max(1, len(answer) // 2)]
+    before_text = len(events)
+    for t in answer:
+        event("contentBlockDelta", contentBlockIndex=index, delta={"text": t})
+    middle = before_text + len(answer) // 2
+    if fault == "error":
+        return (
+            events[:middle] + [es.exception("modelStreamErrorException", "The model stream was interrupted.")],
+            None,
+            sum(len(t) for t in answer[: len(answer) // 2]),
+        )
+    if answer:
+        event("contentBlockStop", contentBlockIndex=index)
+    event("messageStop", stopReason="max_tokens" if fault in ("F4", "F5") else "end_turn")
+    terminal = len(events) - 1
+    if usage:
+        out = len(answer) + len(thought)
+        event(
+            "metadata",
+            usage={"inputTokens": 24, "outputTokens": out, "totalTokens": 24 + out},
+            metrics={"latencyMs": 1630},
+        )
+    return events, terminal, sum(len(t) for t in answer)
+
+
+# =============================================================================================
+# ollama (/api/chat): one JSON object per line, the last with done: true
+# =============================================================================================
+def _as_generated(line: bytes) -> bytes:
+    """An /api/chat line as /api/generate writes it: the message's content and thinking at the top."""
+    obj = json.loads(line)
+    message = obj.pop("message", None)
+    if message is None:
+        return line  # an error line
+    generated = {"model": obj.pop("model"), "created_at": obj.pop("created_at"), "response": message["content"]}
+    if "thinking" in message:
+        generated["thinking"] = message["thinking"]
+    return _compact({**generated, **obj}) + b"\n"
+
+
+def _ollama(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], int | None, int]:
+    lines = []
+
+    def line(done=False, **message) -> None:
+        obj = {
+            "model": model,
+            "created_at": f"2025-12-01T12:00:{len(lines) // 100:02d}.{len(lines) % 100:02d}0000Z",
+            "message": {"role": "assistant", "content": "", **message},
+            "done": done,
+        }
+        if done:
+            obj.update(done_reason="length" if fault in ("F4", "F5") else "stop")
+            if usage:
+                obj.update(total_duration=1630000000, prompt_eval_count=24, eval_count=len(lines))
+        lines.append(_compact(obj) + b"\n")
+
+    thought = tokens(reasoning or (reasoning_text() if fault == "F5" else ""))
+    for t in thought:
+        line(thinking=t)
+    answer = [] if fault == "F5" else tokens(text)
+    if fault == "F4":
+        answer = answer[: max(1, len(answer) // 2)]
+    before_text = len(lines)
+    for t in answer:
+        line(content=t)
+    middle = before_text + len(answer) // 2
+    if fault == "error":
+        error = b'{"error":"an error was encountered while running the model: unexpected EOF"}\n'
+        return lines[:middle] + [error], None, sum(len(t) for t in answer[: len(answer) // 2])
+    line(done=True)
+    return lines, len(lines) - 1, sum(len(t) for t in answer)
+
+
+# =============================================================================================
 # gemini (streamGenerateContent?alt=sse)
 # =============================================================================================
 def _gemini(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], int | None, int]:
@@ -502,7 +675,15 @@ def _gemini(fault, text, reasoning, model, ids, usage) -> tuple[list[bytes], int
     return events, len(events) - 1, sum(len(t) for t in answer)
 
 
-_BUILDERS = {"chat": _chat, "responses": _responses, "anthropic": _anthropic, "gemini": _gemini}
+_BUILDERS = {
+    "chat": _chat,
+    "responses": _responses,
+    "anthropic": _anthropic,
+    "gemini": _gemini,
+    "bedrock-converse": _bedrock_converse,
+    "bedrock-invoke": _bedrock_invoke,
+    "ollama": _ollama,
+}
 
 
 def wire(
@@ -514,23 +695,32 @@ def wire(
     model: str | None = None,
     usage: bool = True,
     seed: int = 0,
+    generate: bool = False,
 ) -> Wire:
-    """What the mock provider sends for one streamed request with this fault."""
+    """What the mock provider sends for one streamed request with this fault (``generate``:
+    Ollama's /api/generate, whose lines carry "response" where /api/chat's carry "message")."""
     if protocol not in _BUILDERS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
     if fault not in FAULTS:
         raise ValueError(f"fault must be one of {FAULTS}, not {fault!r}")
-    if fault == "F2C" and protocol not in F2C_PROTOCOLS:
-        raise ValueError(f"F2C needs a separate finish event: {', '.join(F2C_PROTOCOLS)} only")
+    if not applies(protocol, fault):
+        raise ValueError(f"{fault} does not happen in {protocol}: see wire.applies")
     text = answer_text() if text is None else text
     model = model or DEFAULT_MODELS[protocol]
-    # F4/F5/error build their own shapes; the others cut a healthy stream
+    # F4/F5/error build their own shapes; the others cut or damage a healthy stream
     build_fault = fault if fault in ("F2C", "F4", "F5", "error") else "F0"
     pieces, terminal, sent_chars = _BUILDERS[protocol](build_fault, text, reasoning, model, _Ids(seed), usage)
+    if generate and protocol == "ollama":
+        pieces = [_as_generated(line) for line in pieces]
     result = Wire(pieces, fault=fault, protocol=protocol, text_chars=sent_chars, terminal_sent=terminal is not None)
     if protocol == "gemini":
         result.content_type = "text/event-stream"
+    result.content_type = CONTENT_TYPES.get(protocol, result.content_type)
     if fault in ("F0", "F2C", "F4", "F5", "error"):
+        return result
+    if fault == "crc":  # a frame mid-answer damaged; everything else arrives
+        half = max(1, len(pieces) // 2)
+        result.pieces = pieces[:half] + [es.corrupt(pieces[half])] + pieces[half + 1 :]
         return result
     if fault == "empty":
         result.pieces, result.terminal_sent, result.text_chars = [], False, 0
@@ -552,6 +742,29 @@ def wire(
     return result
 
 
+def _events(protocol: str, pieces: list[bytes]):
+    """The JSON events of whole pieces, and what each is (the SSE event name, or the frame's
+    :event-type)."""
+    if protocol == "ollama":
+        for line in b"".join(pieces).splitlines():
+            yield "message", json.loads(line)
+        return
+    if protocol.startswith("bedrock-"):
+        for frame in EventStreamFraming().read(b"".join(pieces), 1 << 30):
+            name = frame.headers.get(b":event-type", b"").decode()
+            value = json.loads(frame.payload or b"{}")
+            if name == "chunk":
+                value = json.loads(base64.b64decode(value["bytes"]))
+                name = value.get("type", "")
+            yield name, value
+        return
+    for piece in pieces:
+        for line in piece.decode().splitlines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                value = json.loads(line[6:])
+                yield value.get("type", "") if isinstance(value, dict) else "", value
+
+
 def _text_chars(protocol: str, pieces: list[bytes]) -> int:
     """How much answer text these whole pieces carry (for the byte log)."""
     from_body = {
@@ -559,26 +772,25 @@ def _text_chars(protocol: str, pieces: list[bytes]) -> int:
         "responses": ("delta",),
         "anthropic": ("delta", "text"),
         "gemini": ("candidates", 0, "content", "parts", 0, "text"),
+        "bedrock-converse": ("delta", "text"),
+        "bedrock-invoke": ("delta", "text"),
+        "ollama": ("message", "content"),
     }[protocol]
     total = 0
-    for piece in pieces:
-        for line in piece.decode().splitlines():
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            value = json.loads(line[6:])
-            if protocol == "responses" and value.get("type") != "response.output_text.delta":
-                continue
-            if protocol == "anthropic" and value.get("delta", {}).get("type") != "text_delta":
-                continue
-            if protocol == "gemini" and value["candidates"][0]["content"]["parts"][0].get("thought"):
-                continue
-            try:
-                for key in from_body:
-                    value = value[key]
-            except (KeyError, IndexError, TypeError):
-                continue
-            if isinstance(value, str):
-                total += len(value)
+    for name, value in _events(protocol, pieces):
+        if protocol == "responses" and name != "response.output_text.delta":
+            continue
+        if protocol in ("anthropic", "bedrock-invoke") and value.get("delta", {}).get("type") != "text_delta":
+            continue
+        if protocol == "gemini" and value["candidates"][0]["content"]["parts"][0].get("thought"):
+            continue
+        try:
+            for key in from_body:
+                value = value[key]
+        except (KeyError, IndexError, TypeError):
+            continue
+        if isinstance(value, str):
+            total += len(value)
     return total
 
 
@@ -972,17 +1184,10 @@ def varied_anthropic(rng: random.Random, target_bytes: float) -> bytes:
     return "".join(events).encode()
 
 
-VARIED = {
-    "chat": varied_chat,
-    "responses": varied_responses,
-    "anthropic": varied_anthropic,
-}
-
-
 def build_corpus(
     protocol: str, total_bytes: int, seed: int, min_bytes: int = STREAM_MIN_BYTES, max_bytes: int = STREAM_MAX_BYTES
 ) -> list[bytes]:
-    """Varied streams of one protocol (chat, responses or anthropic), their sizes drawn
+    """Varied streams of one protocol (any of VARIED: every protocol), their sizes drawn
     log-uniformly between min_bytes and max_bytes, until they add up to total_bytes; the same
     seed, the same bytes.  The scanner's benchmarks judge them."""
     rng = random.Random(f"{seed}:{protocol}")
@@ -994,3 +1199,143 @@ def build_corpus(
         streams.append(stream)
         size += len(stream)
     return streams
+
+
+# --- Gemini, Bedrock and Ollama: Anthropic's varied events, said the way each protocol says them --
+# The same varied content (text, thinking, tool calls; sizes, unicode, escapes) in each
+# protocol's own words and framing, so that their figures compare.
+
+
+def _varied_anthropic_events(rng: random.Random, target_bytes: float) -> list[dict]:
+    """The JSON events of a varied Anthropic stream (its pings left out)."""
+    stream = varied_anthropic(rng, target_bytes)
+    events = []
+    for line in stream.split(b"\n"):
+        if line.startswith(b"data: "):
+            event = json.loads(line[6:])
+            if event["type"] != "ping":
+                events.append(event)
+    return events
+
+
+def varied_gemini(rng: random.Random, target_bytes: float) -> bytes:
+    """Gemini's chunks: a few deltas' text per chunk, thoughts as thought parts, a call whole."""
+    model = "gemini-2.5-flash"
+    response_id = _random_id(rng, "", 22)
+    chunks: list[str] = []
+    parts: list[dict] = []
+    call_args = ""
+
+    def flush(finish: str | None = None) -> None:
+        candidate: dict = {"content": {"parts": list(parts) or [{"text": ""}], "role": "model"}, "index": 0}
+        if finish:
+            candidate["finishReason"] = finish
+        usage = {"promptTokenCount": 24, "totalTokenCount": 24 + len(chunks)}
+        payload = {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model, "responseId": response_id}
+        chunks.append("data: " + json.dumps(payload, separators=(",", ": "), ensure_ascii=False) + "\r\n\r\n")
+        parts.clear()
+
+    for event in _varied_anthropic_events(rng, target_bytes):
+        delta = event.get("delta", {})
+        if delta.get("type") == "text_delta":
+            parts.append({"text": delta["text"]})
+        elif delta.get("type") == "thinking_delta":
+            parts.append({"text": delta["thinking"], "thought": True})
+        elif delta.get("type") == "input_json_delta":
+            call_args += delta["partial_json"]
+        if len(parts) >= rng.randint(2, 5):
+            flush()
+    if call_args:
+        parts.append({"functionCall": {"name": rng.choice(_TOOL_NAMES), "args": json.loads(call_args)}})
+    flush("STOP")
+    return "".join(chunks).encode()
+
+
+def _converse_payload(event: dict) -> tuple[str, dict] | None:
+    """An Anthropic event as the ConverseStream event that says the same, or None."""
+    kind, index = event["type"], event.get("index", 0)
+    delta = event.get("delta", {})
+    if kind == "message_start":
+        return "messageStart", {"role": "assistant"}
+    if kind == "content_block_start" and event["content_block"]["type"] == "tool_use":
+        block = event["content_block"]
+        start = {"toolUse": {"toolUseId": block["id"].replace("toolu_01", "tooluse_"), "name": block["name"]}}
+        return "contentBlockStart", {"contentBlockIndex": index, "start": start}
+    if kind == "content_block_delta":
+        said = {
+            "text_delta": lambda: {"text": delta["text"]},
+            "thinking_delta": lambda: {"reasoningContent": {"text": delta["thinking"]}},
+            "signature_delta": lambda: {"reasoningContent": {"signature": delta["signature"]}},
+            "input_json_delta": lambda: {"toolUse": {"input": delta["partial_json"]}},
+        }[delta["type"]]()
+        return "contentBlockDelta", {"contentBlockIndex": index, "delta": said}
+    if kind == "content_block_stop":
+        return "contentBlockStop", {"contentBlockIndex": index}
+    if kind == "message_delta":
+        return "messageStop", {"stopReason": delta["stop_reason"]}
+    return None
+
+
+def varied_bedrock_converse(rng: random.Random, target_bytes: float) -> bytes:
+    frames = []
+    for event in _varied_anthropic_events(rng, target_bytes):
+        said = _converse_payload(event)
+        if said is not None:
+            frames.append(es.event(*said, pad=rng.randint(1, len(es.PADDING))))
+    usage = {"inputTokens": 24, "outputTokens": len(frames), "totalTokens": 24 + len(frames)}
+    metadata = {"usage": usage, "metrics": {"latencyMs": rng.randint(200, 9000)}}
+    frames.append(es.event("metadata", metadata, pad=rng.randint(1, len(es.PADDING))))
+    return b"".join(frames)
+
+
+def varied_bedrock_invoke(rng: random.Random, target_bytes: float) -> bytes:
+    events = _varied_anthropic_events(rng, target_bytes)
+    events[-1] = {**events[-1], "amazon-bedrock-invocationMetrics": {**INVOCATION_METRICS, "outputTokenCount": 9}}
+    return b"".join(es.chunk(event, pad=rng.randint(1, len(es.PADDING))) for event in events)
+
+
+def varied_ollama(rng: random.Random, target_bytes: float) -> bytes:
+    """Ollama's /api/chat lines: a delta's text (or thinking) each, tool calls whole at the end."""
+    lines = []
+    calls = []
+    call_args = ""
+    stamp = rng.randint(0, 10**6)
+
+    def line(done: bool = False, **message) -> None:
+        obj = {
+            "model": "qwen3:8b",
+            "created_at": f"2025-12-01T12:{len(lines) // 600 % 60:02d}:{len(lines) // 10 % 60:02d}"
+            f".{stamp + len(lines):09d}Z",
+            "message": {"role": "assistant", "content": "", **message},
+            "done": done,
+        }
+        if done:
+            obj.update(done_reason="stop", total_duration=rng.randint(10**8, 10**10), eval_count=len(lines))
+        lines.append(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
+
+    for event in _varied_anthropic_events(rng, target_bytes):
+        delta = event.get("delta", {})
+        if delta.get("type") == "text_delta":
+            line(content=delta["text"])
+        elif delta.get("type") == "thinking_delta":
+            line(thinking=delta["thinking"])
+        elif delta.get("type") == "input_json_delta":
+            call_args += delta["partial_json"]
+        elif event["type"] == "content_block_stop" and call_args:
+            calls.append({"function": {"name": rng.choice(_TOOL_NAMES), "arguments": json.loads(call_args)}})
+            call_args = ""
+    if calls:
+        line(tool_calls=calls)
+    line(done=True)
+    return b"".join(lines)
+
+
+VARIED = {
+    "chat": varied_chat,
+    "responses": varied_responses,
+    "anthropic": varied_anthropic,
+    "gemini": varied_gemini,
+    "bedrock-converse": varied_bedrock_converse,
+    "bedrock-invoke": varied_bedrock_invoke,
+    "ollama": varied_ollama,
+}

@@ -18,7 +18,7 @@ DEFAULT_METRICS_TOOLS = (
     "aider,amp,claude-code,cline,codex,continue,copilot,crush,cursor,gemini-cli,goose,"
     "kilo-code,kimi-cli,opencode,openhands,qwen-code,roo-code,windsurf,zed,"
     # the official SDKs, as the tap tells them from their User-Agent
-    "anthropic-node,anthropic-python,google-genai,openai-node,openai-python"
+    "anthropic-node,anthropic-python,google-genai,openai-node,openai-python,boto3,ollama-python"
 )
 
 

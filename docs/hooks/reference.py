@@ -11,8 +11,8 @@ Pages written by hand get their facts from the code where a table states them:
 - the settings tables (operators/install.md, gateways/tap.md): each row's meaning is written in
   the page, its default comes from the settings class, and a setting missing from the page (or
   a row naming none) fails the build;
-- verdict/protocols.md's finish reasons of Responses, Anthropic and Gemini, each judged by
-  fastsse from a small stream at build time;
+- verdict/protocols.md's finish reasons of Responses, Anthropic, Gemini, Bedrock's Converse and
+  Ollama, each judged by fastsse from a small stream at build time;
 - verdict/categories.md's order, retryability and fields, checked against fastsse's.
 
 Nothing here is written to disk: the pages exist only in the built site.
@@ -33,6 +33,8 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # loadtests.eventstream writes Bedrock's frames for the tables
 
 
 def service(module: str = ""):
@@ -206,13 +208,21 @@ def check_categories(markdown: str) -> None:
 
 
 def finish_reason_tables() -> str:
-    """Every finish reason fastsse knows for Responses, Anthropic and Gemini, and what fastsse
-    makes of it: each value is sent in a small stream with visible text and judged."""
+    """Every finish reason fastsse knows for Responses, Anthropic, Gemini, Bedrock's Converse and
+    Ollama, and what fastsse makes of it: each value is sent in a small stream with visible text
+    and judged."""
     import fastsse
     from fastsse import _protocols
 
     out = []
-    for protocol, build in (("responses", _responses), ("anthropic", _anthropic), ("gemini", _gemini)):
+    builders = (
+        ("responses", _responses),
+        ("anthropic", _anthropic),
+        ("gemini", _gemini),
+        ("bedrock-converse", _converse),
+        ("ollama", _ollama),
+    )
+    for protocol, build in builders:
         out += [
             f"### `{protocol}`",
             "",
@@ -233,7 +243,8 @@ def finish_reason_tables() -> str:
 
 
 def output_kind_tables() -> str:
-    """What each Responses output item and Anthropic content block is to fastsse."""
+    """What each Responses output item, Anthropic content block and Converse block start is to
+    fastsse."""
     from fastsse import _protocols as d
 
     kinds = {
@@ -247,6 +258,7 @@ def output_kind_tables() -> str:
     for title, table in (
         ("Responses output items (`item.type`)", d.RESPONSES_ITEMS),
         ("Anthropic content blocks", d.ANTHROPIC_BLOCKS),
+        ("Bedrock Converse block starts (the member of `start`)", d.CONVERSE_BLOCKS),
     ):
         out += [f"### {title}", "", "| type | what it is | counts as | source |", "|---|---|---|---|"]
         out += [f"| `{name}` | {what} | {kinds[kind]} | {source} |" for name, (kind, what, source) in table.items()]
@@ -288,6 +300,28 @@ def _gemini(value: str) -> bytes:
         return _event({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "index": 0, **finish}]})
 
     return chunk("Hi") + chunk("!", finishReason=value)
+
+
+def _converse(value: str) -> bytes:
+    from loadtests import eventstream
+
+    return b"".join(
+        eventstream.event(name, payload)
+        for name, payload in (
+            ("messageStart", {"role": "assistant"}),
+            ("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hi"}}),
+            ("contentBlockStop", {"contentBlockIndex": 0}),
+            ("messageStop", {"stopReason": value}),
+        )
+    )
+
+
+def _ollama(value: str) -> bytes:
+    lines = [
+        {"model": "m", "message": {"role": "assistant", "content": "Hi"}, "done": False},
+        {"model": "m", "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": value},
+    ]
+    return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
 
 
 # -- command lines ---------------------------------------------------------------------------

@@ -13,7 +13,15 @@ import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
-from .. import CATEGORIES, DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, Scanner, Verdict, protocol_for_path
+from .. import (
+    CATEGORIES,
+    DEFAULT_MAX_EVENT_BYTES,
+    DEFAULT_MAX_LINE_BYTES,
+    Scanner,
+    Verdict,
+    protocol_for_path,
+    streamed_media,
+)
 from ._judgement import FAILURES, Judgement, Options, Reporter, readable
 
 # How a transport error ended the answer, by the exception's class (or a base of it), in the
@@ -67,12 +75,11 @@ class _Guard:
         if not 200 <= response.status_code < 300:
             return None
         headers = response.headers
-        media = headers.get("content-type", "").split(";")[0].strip().lower()
         path = request.url.path
         protocol = self.options.protocol or protocol_for_path(path)
-        if media == "text/event-stream":
-            protocol = protocol or "auto"
-        elif not (protocol == "gemini" and path.endswith(":streamGenerateContent")):
+        if streamed_media(headers.get("content-type", ""), protocol):
+            protocol = protocol or "auto"  # SSE from any path; Bedrock's and Ollama's framings
+        elif not (protocol == "gemini" and path.endswith(":streamGenerateContent")):  # from theirs
             return None  # Gemini's stream without alt=sse is one JSON array: judged, others not
         encoding = headers.get("content-encoding", "").strip().lower()
         if not readable(encoding):

@@ -14,11 +14,14 @@ import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 import fastsse
 
-# Gemini names the model in the path (the generation endpoints are fastsse.protocol_for_path's).
+# Gemini and Bedrock name the model in the path (the generation endpoints are
+# fastsse.protocol_for_path's); Bedrock's id may be percent-encoded (":" as %3A).
 _GEMINI_MODEL = re.compile(r"/models/(?P<model>[^/:]+):[A-Za-z]+$")
+_BEDROCK_MODEL = re.compile(r"/model/(?P<model>[^/]+)/[a-z-]+$")
 
 # Tools by their User-Agent, first match wins: the coding CLIs, then the official SDKs (which
 # the CLIs built on them would otherwise be taken for).  Anything else: its first product token.
@@ -30,7 +33,7 @@ _USER_AGENTS = (
     (re.compile(r"^gemini-cli/", re.I), "gemini-cli"),
     (re.compile(r"^(Async)?OpenAI/Python\b"), "openai-python"),
     (re.compile(r"^OpenAI/JS\b"), "openai-node"),
-    (re.compile(r"^(Async)?Anthropic/Python\b"), "anthropic-python"),
+    (re.compile(r"^(Async)?Anthropic(Bedrock|Vertex)?/Python\b"), "anthropic-python"),
     (re.compile(r"^Anthropic/JS\b"), "anthropic-node"),
     (re.compile(r"google-genai-sdk/"), "google-genai"),
 )
@@ -54,7 +57,8 @@ def generation(method: str, path: str, body: bytes, query: bytes = b"") -> Gener
     """The generation a request asks for, or None for anything else (model lists, token
     counts, probes), which the tap passes through without a verdict.  Gemini streams SSE only
     with ``alt=sse``; without it, ``streamGenerateContent`` answers one JSON array, which is
-    not a stream fastsse judges."""
+    not a stream fastsse judges.  Bedrock's streaming operations always stream; Ollama streams
+    unless the body says ``"stream": false``."""
     if method != "POST":
         return None
     path = path.rstrip("/")
@@ -66,8 +70,12 @@ def generation(method: str, path: str, body: bytes, query: bytes = b"") -> Gener
         return Generation("gemini", streamed, model_name(named["model"]) if named else None)
     if protocol is None:
         return None
+    if protocol.startswith("bedrock-"):
+        named = _BEDROCK_MODEL.search(path)
+        return Generation(protocol, True, model_name(unquote(named["model"])) if named else None)
     fields = _json_object(body)
-    return Generation(protocol, fields.get("stream") is True, model_name(fields.get("model")))
+    streamed = fields.get("stream") is not False if protocol == "ollama" else fields.get("stream") is True
+    return Generation(protocol, streamed, model_name(fields.get("model")))
 
 
 def _json_object(body: bytes) -> dict:

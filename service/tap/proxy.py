@@ -232,7 +232,7 @@ class Tap:
 
     async def _answer(self, scope, receive, send, body: bytes, named: dict, asked, response: httpx.Response) -> None:
         path, query = scope["path"], scope.get("query_string") or b""
-        if asked is None or not (asked.streamed or _is_event_stream(response)):
+        if asked is None or not (asked.streamed or _is_stream(response, asked.protocol)):
             outcome = await self._relay(response, receive, send)
             if outcome not in ("eof", None):
                 raise UpstreamBroke(outcome)
@@ -453,8 +453,8 @@ def _for_log(url: httpx.URL) -> str:
     return str(url.copy_with(password=None, username=None)) if url.userinfo else str(url)
 
 
-def _is_event_stream(response: httpx.Response) -> bool:
-    return response.headers.get("content-type", "").lower().startswith("text/event-stream")
+def _is_stream(response: httpx.Response, protocol: str) -> bool:
+    return fastsse.streamed_media(response.headers.get("content-type", ""), protocol)
 
 
 async def _disconnected(receive) -> None:

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from loadtests.wire import F2C_PROTOCOLS, FAULTS
+from loadtests.wire import FAULTS, applies
 from tests.loadtests.mock_helpers import Mock
 from tests.service.conftest import INGEST_SECRET, TOKENS, ThreadServer
 
@@ -94,7 +94,7 @@ def litellm_proxy(mock, service, guard_path, tmp_path_factory):
         for client in CLIENTS
         if client.proxied
         for fault in FAULTS
-        if fault != "F2C" or client.protocol in F2C_PROTOCOLS
+        if applies(client.protocol, fault)
         for prefix in [fault_prefix(client, fault)]
     ]
     config = home / "config.yaml"

@@ -17,15 +17,13 @@ import httpx
 import pytest
 
 from loadtests.localhost import wait_until
-from loadtests.wire import EXPECTED_OVER_HTTP, F2C_PROTOCOLS, FAULTS
+from loadtests.wire import EXPECTED_OVER_HTTP, FAULTS, applies
 from tests.service.conftest import INGEST_SECRET, READ
 
 from .clients import CLIENTS, fault_prefix
 from .install import installed, status
 
-CASES = [
-    (client, fault) for client in CLIENTS for fault in FAULTS if fault != "F2C" or client.protocol in F2C_PROTOCOLS
-]
+CASES = [(client, fault) for client in CLIENTS for fault in FAULTS if applies(client.protocol, fault)]
 
 
 def stored_since(service_url: str, since: str) -> list[dict]:

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import json
 
-from fastsse import PROTOCOLS  # noqa: F401  (the tests take the four from here, with their builders)
+from fastsse import PROTOCOLS  # noqa: F401  (the tests take the protocols from here, with their builders)
+from fastsse._protocols import FRAMING_SSE, FRAMINGS
+from loadtests import eventstream as es
+
+SSE_PROTOCOLS = tuple(p for p in PROTOCOLS if FRAMINGS[p] == FRAMING_SSE)  # the WHATWG rules apply
 
 
 def _json(obj, gemini: bool = False) -> bytes:
@@ -429,11 +433,106 @@ def gemini_text(*pieces, finish="STOP") -> bytes:
     return gemini(*chunks)
 
 
+# =============================================================================================
+# bedrock-converse (ConverseStream): AWS event stream frames, one per event
+# =============================================================================================
+C_START = es.event("messageStart", {"role": "assistant"})
+
+
+def c_delta(index, **delta) -> bytes:
+    return es.event("contentBlockDelta", {"contentBlockIndex": index, "delta": delta})
+
+
+def c_text(index, *texts) -> list[bytes]:
+    """A text block: deltas and its stop (text blocks have no start event)."""
+    return [c_delta(index, text=t) for t in texts] + [es.event("contentBlockStop", {"contentBlockIndex": index})]
+
+
+def c_reasoning(index, *texts) -> list[bytes]:
+    deltas = [c_delta(index, reasoningContent={"text": t}) for t in texts]
+    deltas.append(c_delta(index, reasoningContent={"signature": "EqQBCkYIBxgCKkBk"}))
+    return deltas + [es.event("contentBlockStop", {"contentBlockIndex": index})]
+
+
+def c_tool(index, *inputs, name="get_weather") -> list[bytes]:
+    start = {"toolUse": {"toolUseId": "tooluse_kZJMlvQmRJ6eAyJE5GIl7Q", "name": name}}
+    return [
+        es.event("contentBlockStart", {"contentBlockIndex": index, "start": start}),
+        *[c_delta(index, toolUse={"input": i}) for i in inputs],
+        es.event("contentBlockStop", {"contentBlockIndex": index}),
+    ]
+
+
+def c_stop(reason, metadata=True) -> list[bytes]:
+    events = [es.event("messageStop", {"stopReason": reason})]
+    if metadata:
+        usage = {"inputTokens": 25, "outputTokens": 12, "totalTokens": 37}
+        events.append(es.event("metadata", {"usage": usage, "metrics": {"latencyMs": 412}}))
+    return events
+
+
+def converse(*events) -> bytes:
+    return b"".join(events)
+
+
+def converse_text(*texts, stop="end_turn") -> bytes:
+    return converse(C_START, *c_text(0, *texts), *c_stop(stop))
+
+
+# =============================================================================================
+# bedrock-invoke (InvokeModelWithResponseStream): each chunk the model's own event, base64
+# =============================================================================================
+INVOCATION_METRICS = {"inputTokenCount": 25, "outputTokenCount": 12, "invocationLatency": 640, "firstByteLatency": 210}
+
+
+def invoke(*model_events) -> bytes:
+    """Anthropic's events (the a_* builders) or chat chunks (dicts), each a chunk; Bedrock adds
+    its invocation metrics to the last one."""
+    events = [dict(e) for e in model_events]
+    if events:
+        events[-1]["amazon-bedrock-invocationMetrics"] = INVOCATION_METRICS
+    return b"".join(es.chunk(e) for e in events)
+
+
+def invoke_text(*texts, stop_reason="end_turn") -> bytes:
+    return invoke(a_start(), *a_text(0, *texts), *a_end(stop_reason))
+
+
+# =============================================================================================
+# ollama (/api/chat, /api/generate): one JSON object per line
+# =============================================================================================
+O_MODEL = "llama3.2"
+
+
+def o_chat(content="", done=False, done_reason=None, **message) -> bytes:
+    obj = {"model": O_MODEL, "created_at": "2026-12-01T10:00:00.000000Z",
+           "message": {"role": "assistant", "content": content, **message}, "done": done}  # fmt: skip
+    if done_reason is not None:
+        obj["done_reason"] = done_reason
+    if done:
+        obj.update(total_duration=4935886791, eval_count=12, eval_duration=4210000000)
+    return _json(obj) + b"\n"
+
+
+def o_generate(response="", done=False, done_reason=None, **extra) -> bytes:
+    obj = {"model": O_MODEL, "created_at": "2026-12-01T10:00:00.000000Z", "response": response, "done": done, **extra}
+    if done_reason is not None:
+        obj["done_reason"] = done_reason
+    return _json(obj) + b"\n"
+
+
+def ollama_text(*pieces, done_reason="stop") -> bytes:
+    return b"".join(o_chat(p) for p in pieces) + o_chat(done=True, done_reason=done_reason)
+
+
 COMPLETE_STREAMS = {
     "chat": chat_text("Hello", " there!", usage=True),
     "responses": responses_text("po", "ng"),
     "anthropic": anthropic_text("Hello", " there!"),
     "gemini": gemini_text("The", " capital", " is Paris."),
+    "bedrock-converse": converse_text("Hello", " there!"),
+    "bedrock-invoke": invoke_text("Hello", " there!"),
+    "ollama": ollama_text("Hello", " there!"),
 }
 
 

@@ -22,9 +22,11 @@ from fastsse._verdict import (
     MESSAGE_REASONING_ONLY,
     MESSAGE_REFUSAL,
 )
+from loadtests import eventstream as es
 
 from .events import (
     A_MODEL,
+    C_START,
     CHAT_DONE,
     CUT_CHAT_CHUNK,
     DSR,
@@ -34,6 +36,7 @@ from .events import (
     GROQ_ERROR,
     MAGISTRAL,
     NO_KEY,
+    O_MODEL,
     OPENAI_ERROR,
     PING,
     PROTOCOLS,
@@ -51,6 +54,11 @@ from .events import (
     a_tool,
     anthropic,
     anthropic_text,
+    c_delta,
+    c_reasoning,
+    c_stop,
+    c_text,
+    c_tool,
     cand,
     chat,
     chat_chunk,
@@ -60,6 +68,8 @@ from .events import (
     chat_tool_stream,
     chat_usage,
     choice,
+    converse,
+    converse_text,
     function_call,
     g_bare_error,
     g_chunk,
@@ -68,7 +78,12 @@ from .events import (
     gemini,
     gemini_array,
     gemini_text,
+    invoke,
+    invoke_text,
     mistral_thinking,
+    o_chat,
+    o_generate,
+    ollama_text,
     openrouter_finish,
     r,
     r_completed,
@@ -712,11 +727,184 @@ CASES = [
 ]
 # fmt: on
 
+# ---------------------------------------------------------------------------------------------
+# The framings beyond SSE: Bedrock's event streams (AWS event stream frames) and Ollama's NDJSON.
+# ---------------------------------------------------------------------------------------------
+C_HALF_FRAME = c_delta(0, text="more")[:20]
+I_HALF_FRAME = es.chunk({"type": "ping"})[:30]
+C_TOOL_RESULT = es.event(
+    "contentBlockStart",
+    {
+        "contentBlockIndex": 1,
+        "start": {"toolResult": {"toolUseId": "tooluse_srv_1", "type": "web_search_result", "status": "success"}},
+    },
+)
+C_IMAGE = es.event("contentBlockStart", {"contentBlockIndex": 0, "start": {"image": {"format": "png"}}})
+NOT_BASE64 = es.event("chunk", {"bytes": "eyJ0eXBlIjoicGluZyJ9!"})
+NOT_JSON_INSIDE = es.event("chunk", {"bytes": "PGh0bWw+NTAyPC9odG1sPg=="})  # <html>502</html>
+LLAMA = (
+    {"generation": "Hi", "prompt_token_count": 9, "generation_token_count": 1, "stop_reason": None},
+    {"generation": "", "prompt_token_count": None, "generation_token_count": 2, "stop_reason": "stop"},
+)
+GPT_OSS = (
+    {
+        "object": "chat.completion.chunk",
+        "model": "openai.gpt-oss-120b-1:0",
+        "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hi"}, "finish_reason": None}],
+    },
+    {
+        "object": "chat.completion.chunk",
+        "model": "openai.gpt-oss-120b-1:0",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+    },
+)
+O_ERROR = b'{"error":"an error was encountered while running the model: unexpected EOF"}\n'
+O_CALL = {"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+
+# fmt: off
+CASES += [
+    # ---------------------------------------------------------------- bedrock-converse
+    case("frame-too-big", "bedrock-converse", converse_text("Hello"), "limit_exceeded", auto="unknown",
+         limits={"max_event_bytes": 60}, limit="event", events=0),
+    case("reset-mid-answer", "bedrock-converse", converse(C_START, *c_text(0, "Hel")), "transport_error",
+         transport="reset"),
+    case("throttled", "bedrock-converse", converse(C_START, c_delta(0, text="Hel"),
+                                                   es.exception("throttlingException", "Too many tokens")),
+         "upstream_error", error_code="throttlingException", retryable=True),
+    case("validation", "bedrock-converse", converse(C_START, es.exception("validationException", "Bad input")),
+         "upstream_error", error_code="validationException", retryable=False),
+    case("model-stream-error", "bedrock-converse", converse(C_START, *c_text(0, "Hel"),
+         es.exception("modelStreamErrorException", "The model stream was interrupted.")), "upstream_error",
+         error_code="modelStreamErrorException"),
+    case("service-error-frame", "bedrock-converse", converse(C_START, c_delta(0, text="Hi"),
+                                                             es.error("InternalFailure", "internal")),
+         "upstream_error", error_code="InternalFailure"),
+    case("malformed-model-output", "bedrock-converse", converse_text("Hi", stop="malformed_model_output"),
+         "upstream_error", finish_reason="error", message=MESSAGE_ABNORMAL_FINISH),
+    case("no-message-stop", "bedrock-converse", converse(C_START, *c_text(0, "Hello", " there")), "no_end_marker"),
+    case("cut-inside-a-frame", "bedrock-converse", converse(C_START, *c_text(0, "Hello"))[:-7], "no_end_marker",
+         residual_bytes=len(es.event("contentBlockStop", {"contentBlockIndex": 0})) - 7),
+    case("half-frame-after-the-end", "bedrock-converse", converse_text("Hi") + C_HALF_FRAME, "buffer_residual",
+         residual_bytes=len(C_HALF_FRAME), end_marker_seen=True),
+    case("crc-mismatch", "bedrock-converse",
+         converse(C_START, es.corrupt(c_delta(0, text="Hel")), *c_text(0, "lo"), *c_stop("end_turn")),
+         "malformed_event", malformed_events=1, text_events=1),
+    case("corrupt-prelude-after-the-end", "bedrock-converse",
+         converse(C_START, *c_text(0, "Hi"), c_stop("end_turn")[0], b"\x00\x00\x00\x40\x00\x00\x00\x20junkjunk" + b"x" * 52),
+         "malformed_event", malformed_events=1),
+    case("payload-not-json", "bedrock-converse",
+         converse(C_START, es.frame({":event-type": "contentBlockDelta", ":message-type": "event"}, b"<html>502</html>"),
+                  *c_text(0, "Hi"), *c_stop("end_turn")), "malformed_event", malformed_events=1),
+    case("stop-without-reason", "bedrock-converse",
+         converse(C_START, *c_text(0, "Hi"), es.event("messageStop", {})), "missing_finish_reason"),
+    case("reasoning-then-max-tokens", "bedrock-converse",
+         converse(C_START, *c_reasoning(0, "Let me", " think"), *c_stop("max_tokens")), "reasoning_exhausted",
+         finish_reason="length", reasoning_events=2),
+    case("max-tokens", "bedrock-converse", converse_text("Long", stop="max_tokens"), "truncated_length",
+         finish_reason="length", finish_reason_raw="max_tokens"),
+    case("context-window", "bedrock-converse", converse_text("Long", stop="model_context_window_exceeded"),
+         "truncated_length"),
+    case("guardrail", "bedrock-converse", converse_text("I can", stop="guardrail_intervened"), "content_filtered",
+         finish_reason="content_filter"),
+    case("model-filter", "bedrock-converse", converse_text("", stop="content_filtered"), "content_filtered"),
+    case("tool-input-bad", "bedrock-converse",
+         converse(C_START, *c_tool(0, '{"city": "Par'), *c_stop("tool_use")), "tool_call_malformed", tool_calls=1),
+    case("malformed-tool-use", "bedrock-converse", converse(C_START, *c_stop("malformed_tool_use")),
+         "tool_call_malformed", finish_reason="malformed_tool_call"),
+    case("end-turn-nothing-said", "bedrock-converse", converse(C_START, *c_stop("end_turn")), "empty_output"),
+    case("text", "bedrock-converse", converse_text("Hello", " there!"), "complete", text_events=2, events=6,
+         finish_reason="stop", finish_reason_raw="end_turn", end_marker_seen=True),
+    case("no-metadata", "bedrock-converse", converse(C_START, *c_text(0, "Hi"), *c_stop("end_turn", metadata=False)),
+         "complete"),
+    case("tool-use", "bedrock-converse",
+         converse(C_START, *c_text(0, "Let me check."), *c_tool(1, '{"city":', ' "Paris"}'), *c_stop("tool_use")),
+         "complete", tool_calls=1, finish_reason="tool_calls"),
+    case("reasoning-then-text", "bedrock-converse",
+         converse(C_START, *c_reasoning(0, "Simple."), *c_text(1, "4"), *c_stop("end_turn")), "complete",
+         reasoning_events=1, text_events=1),
+    case("server-tool-result", "bedrock-converse",
+         converse(C_START, *c_tool(0, '{"query": "news"}', name="web_search"), C_TOOL_RESULT, *c_text(2, "Today..."),
+                  *c_stop("end_turn")), "complete", tool_calls=1, output_events=1),
+    case("image", "bedrock-converse", converse(C_START, C_IMAGE, *c_stop("end_turn")), "complete", output_events=1),
+    # ---------------------------------------------------------------- bedrock-invoke
+    case("chunk-too-big", "bedrock-invoke", invoke_text("Hello"), "limit_exceeded", auto="unknown",
+         limits={"max_event_bytes": 100}, limit="event"),
+    case("reset-mid-answer", "bedrock-invoke", invoke(a_start(), *a_text(0, "Hel")), "transport_error",
+         transport="reset"),
+    case("overloaded", "bedrock-invoke", invoke(a_start(), *a_text(0, "Hel"), a_error("overloaded_error", "Overloaded")),
+         "upstream_error", error_code="overloaded_error"),
+    case("model-timeout", "bedrock-invoke",
+         invoke(a_start(), *a_text(0, "Hel")) + es.exception("modelTimeoutException", "Model timed out"),
+         "upstream_error", error_code="modelTimeoutException"),
+    case("no-message-stop", "bedrock-invoke", invoke(a_start(), *a_text(0, "Hello")), "no_end_marker"),
+    case("llama-never-complete", "bedrock-invoke", invoke(*LLAMA), "no_end_marker", auto="bedrock-invoke"),
+    case("gpt-oss-never-complete", "bedrock-invoke", invoke(*GPT_OSS), "no_end_marker", finish_reason="stop"),
+    case("half-frame-after-the-end", "bedrock-invoke", invoke_text("Hi") + I_HALF_FRAME, "buffer_residual",
+         residual_bytes=len(I_HALF_FRAME)),
+    case("not-base64", "bedrock-invoke", invoke_text("Hi")[:0] + es.chunk(a_start()) + NOT_BASE64
+         + invoke(*a_text(0, "Hi"), *a_end("end_turn")), "malformed_event", malformed_events=1),
+    case("not-json-inside", "bedrock-invoke", es.chunk(a_start()) + NOT_JSON_INSIDE
+         + invoke(*a_text(0, "Hi"), *a_end("end_turn")), "malformed_event", malformed_events=1),
+    case("crc-mismatch", "bedrock-invoke", es.chunk(a_start()) + es.corrupt(es.chunk(a_text(0, "Hi")[1]))
+         + invoke(*a_text(0, "Hi"), *a_end("end_turn")), "malformed_event", malformed_events=1),
+    case("no-message-delta", "bedrock-invoke", invoke(a_start(), *a_text(0, "Hi"), a("message_stop")),
+         "missing_finish_reason"),
+    case("thinking-then-max-tokens", "bedrock-invoke", invoke(a_start(), *a_thinking(0, "Hmm"), *a_end("max_tokens")),
+         "reasoning_exhausted"),
+    case("max-tokens", "bedrock-invoke", invoke_text("Long", stop_reason="max_tokens"), "truncated_length",
+         finish_reason_raw="max_tokens"),
+    case("refusal", "bedrock-invoke", invoke(a_start(), *a_end("refusal")), "content_filtered",
+         message=MESSAGE_REFUSAL),
+    case("input-json-bad", "bedrock-invoke",
+         invoke(a_start(), *a_tool(0, '{"city": "Par'), *a_end("tool_use")), "tool_call_malformed"),
+    case("end-turn-nothing-said", "bedrock-invoke", invoke(a_start(), *a_end("end_turn")), "empty_output"),
+    case("text", "bedrock-invoke", invoke_text("Hello", " there!"), "complete", text_events=2, model=A_MODEL,
+         finish_reason="stop", finish_reason_raw="end_turn"),
+    case("tool-use", "bedrock-invoke", invoke(a_start(), *a_tool(0, '{"city":', ' "Paris"}'), *a_end("tool_use")),
+         "complete", tool_calls=1, finish_reason="tool_calls"),
+    # ---------------------------------------------------------------- ollama
+    case("long-line", "ollama", ollama_text("Hello"), "limit_exceeded", auto="unknown", limits=SMALL, limit="line"),
+    case("reset-mid-answer", "ollama", o_chat("Hel"), "transport_error", transport="reset"),
+    case("error-line", "ollama", o_chat("Hel") + O_ERROR, "upstream_error", error_code=None),
+    case("error-only", "ollama", O_ERROR, "upstream_error", auto="unknown"),
+    case("no-done-line", "ollama", o_chat("Hello") + o_chat(" there"), "no_end_marker"),
+    case("repetition-cut", "ollama", o_generate("la") + o_generate(" la"), "no_end_marker"),
+    case("cut-done-line", "ollama", o_chat("Hi") + o_chat(done=True, done_reason="stop")[:-12], "no_end_marker",
+         residual_bytes=len(o_chat(done=True, done_reason="stop")) - 12),
+    case("half-line-after-done", "ollama", ollama_text("Hi") + b'{"model":"lla', "buffer_residual",
+         residual_bytes=len(b'{"model":"lla')),
+    case("html-line", "ollama", o_chat("Hi") + b"<html>502 Bad Gateway</html>\n" + o_chat(done=True, done_reason="stop"),
+         "malformed_event", malformed_events=1),
+    case("done-without-reason", "ollama", o_chat("Hi") + o_chat(done=True), "missing_finish_reason"),
+    case("thinking-then-length", "ollama", o_chat(thinking="Hmm") + o_chat(done=True, done_reason="length"),
+         "reasoning_exhausted", reasoning_events=1),
+    case("length", "ollama", ollama_text("Long", done_reason="length"), "truncated_length", finish_reason="length"),
+    case("nothing-said", "ollama", o_chat(done=True, done_reason="stop"), "empty_output"),
+    case("chat", "ollama", ollama_text("Hello", " there!"), "complete", text_events=2, events=3, model=O_MODEL,
+         finish_reason="stop", finish_reason_raw="stop"),
+    case("generate", "ollama", o_generate("Hello") + o_generate(done=True, done_reason="stop", context=[1, 2, 3]),
+         "complete", text_events=1),
+    case("last-line-without-newline", "ollama", ollama_text("Hi")[:-1], "complete", events=2),
+    case("blank-lines", "ollama", b"\n" + o_chat("Hi") + b"\r\n  \n" + o_chat(done=True, done_reason="stop") + b"  ",
+         "complete", events=2),
+    case("tool-call", "ollama", o_chat(tool_calls=[O_CALL]) + o_chat(done=True, done_reason="stop"), "complete",
+         tool_calls=1, finish_reason="tool_calls"),
+    case("thinking-then-text", "ollama",
+         o_chat(thinking="Simple.") + o_chat("4") + o_chat(done=True, done_reason="stop"), "complete",
+         reasoning_events=1, text_events=1),
+]
+# fmt: on
+
 # sequence_gap needs sequence numbers, which only the Responses API sends.
 IMPOSSIBLE = {
     ("sequence_gap", "chat"): "chat chunks carry no sequence number; order cannot be checked",
     ("sequence_gap", "anthropic"): "Anthropic events carry no sequence number",
     ("sequence_gap", "gemini"): "Gemini chunks carry no sequence number",
+    ("sequence_gap", "bedrock-converse"): "Converse events carry no sequence number",
+    ("sequence_gap", "bedrock-invoke"): "a chunk carries its model's event, without a sequence number",
+    ("sequence_gap", "ollama"): "Ollama's lines carry no sequence number",
+    ("content_filtered", "ollama"): "Ollama has no safety filter: no finish reason or field says one stopped it",
+    ("tool_call_malformed", "ollama"): "Ollama sends each tool call whole, its arguments a JSON object",
 }
 
 DEFAULTS = {"residual_bytes": 0, "limit": None, "malformed_events": 0}

@@ -11,7 +11,7 @@ import pytest
 from .events import (
     CHAT_DONE,
     COMPLETE_STREAMS,
-    PROTOCOLS,
+    SSE_PROTOCOLS,
     anthropic_text,
     cand,
     chat_text,
@@ -32,7 +32,7 @@ def _without_bytes(verdict):
     return dataclasses.replace(verdict, bytes=0)
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("protocol", SSE_PROTOCOLS)
 @pytest.mark.parametrize("ending", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
 def test_line_endings(judge, protocol, ending):
     reference = judge(_lf(COMPLETE_STREAMS[protocol]), protocol)
@@ -43,7 +43,7 @@ def test_line_endings(judge, protocol, ending):
     assert verdict.bytes == len(data)
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("protocol", SSE_PROTOCOLS)
 def test_mixed_line_endings(judge, protocol):
     lines = _lf(COMPLETE_STREAMS[protocol]).split(b"\n")
     # CR is always followed by CRLF: a CR followed by an empty line's LF would be one CRLF.
@@ -76,7 +76,7 @@ def test_cr_then_cr_in_next_chunk_is_two_line_ends(impl):
     assert verdict.end_marker_seen
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("protocol", SSE_PROTOCOLS)
 def test_leading_bom_is_dropped(judge, protocol):
     data = COMPLETE_STREAMS[protocol]
     verdict = judge(b"\xef\xbb\xbf" + data, protocol)
@@ -115,7 +115,7 @@ def test_bom_in_the_middle_is_not_dropped(judge):
     assert judge(data, "chat").category == "no_end_marker"
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("protocol", SSE_PROTOCOLS)
 def test_comments_and_keepalives(judge, protocol):
     data = _lf(COMPLETE_STREAMS[protocol])
     noisy = b": OPENROUTER PROCESSING\n\n:\n\n" + data.replace(b"\n\n", b"\n\n: keep-alive\n\n")
@@ -127,7 +127,7 @@ def test_comments_and_keepalives(judge, protocol):
     assert verdict.comments >= 4
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("protocol", SSE_PROTOCOLS)
 def test_data_without_space(judge, protocol):
     data = _lf(COMPLETE_STREAMS[protocol]).replace(b"data: ", b"data:")
     verdict = judge(data, protocol)
@@ -229,7 +229,7 @@ def test_unterminated_final_gemini_chunk(judge):
     assert verdict.events == 1
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("protocol", SSE_PROTOCOLS)
 def test_event_without_data_dispatches_nothing(judge, protocol):
     data = _lf(COMPLETE_STREAMS[protocol])
     noisy = b"event: ping\n\n" + data.replace(b"\n\n", b"\n\nevent: keepalive\n\n", 1) + b"event: x\n\n"

@@ -11,7 +11,7 @@ from fastsse._verdict import MESSAGE_LIMITS
 
 from .events import (
     COMPLETE_STREAMS,
-    PROTOCOLS,
+    SSE_PROTOCOLS,
     cand,
     chat,
     chat_chunk,
@@ -40,7 +40,7 @@ def _largest_event(data: bytes) -> int:
     return largest
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("protocol", SSE_PROTOCOLS)
 def test_line_limit_boundary(judge, protocol):
     data = COMPLETE_STREAMS[protocol]
     longest = max(len(line) for line in _lines(data))
@@ -50,7 +50,7 @@ def test_line_limit_boundary(judge, protocol):
     assert verdict.message == MESSAGE_LIMITS["line"]
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("protocol", SSE_PROTOCOLS)
 def test_event_limit_boundary(judge, protocol):
     data = COMPLETE_STREAMS[protocol]
     largest = _largest_event(data)

@@ -12,7 +12,7 @@ import gc
 import pytest
 
 from fastsse.guard import stream_failure
-from loadtests.wire import EXPECTED_OVER_HTTP, F2C_PROTOCOLS, FAULTS
+from loadtests.wire import EXPECTED_OVER_HTTP, FAULTS, applies
 
 from .apps import APPS
 
@@ -22,7 +22,7 @@ CASES = [
     for name, protocol, sync, async_ in APPS
     for mode, app in (("sync", sync), ("async", async_))
     for fault in FAULTS
-    if fault != "F2C" or protocol in F2C_PROTOCOLS
+    if applies(protocol, fault)
 ]
 
 

@@ -11,15 +11,18 @@ import subprocess
 import sys
 import time
 
-from loadtests.wire import F2C_PROTOCOLS, FAULTS, PROTOCOLS
+from loadtests.wire import FAULTS, PROTOCOLS, applies
 
 PATHS = {
     "chat": "/v1/chat/completions",
     "responses": "/v1/responses",
     "anthropic": "/v1/messages",
     "gemini": "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+    "bedrock-converse": "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream",
+    "bedrock-invoke": "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/invoke-with-response-stream",
+    "ollama": "/api/chat",
 }
-CASES = [(d, f) for d in PROTOCOLS for f in FAULTS if f != "F2C" or d in F2C_PROTOCOLS]
+CASES = [(d, f) for d in PROTOCOLS for f in FAULTS if applies(d, f)]
 STALL_SECONDS = 0.6
 
 
@@ -128,6 +131,10 @@ def generation(protocol: str, stream: bool = True) -> dict:
         body["stream_options"] = {"include_usage": True}
     if protocol == "gemini":
         body = {"contents": [{"role": "user", "parts": [{"text": "hello"}]}]}
+    if protocol == "bedrock-converse":
+        body = {"messages": [{"role": "user", "content": [{"text": "hello"}]}]}
+    if protocol == "bedrock-invoke":
+        body = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 256, "messages": body["messages"]}
     return body
 
 

@@ -7,15 +7,17 @@ import pytest
 
 from loadtests.wire import (
     EXPECTED_CATEGORY,
-    F2C_PROTOCOLS,
     FAULTS,
     PROTOCOLS,
     answer_text,
+    applies,
     complete_stream,
     wire,
 )
 
-CASES = [(d, f) for d in PROTOCOLS for f in FAULTS if f != "F2C" or d in F2C_PROTOCOLS]
+# The protocols whose in-stream error is followed by their terminal event ([DONE], response.failed).
+ERROR_ENDS = ("chat", "responses")
+CASES = [(d, f) for d in PROTOCOLS for f in FAULTS if applies(d, f)]
 
 
 @pytest.mark.parametrize(("protocol", "fault"), CASES, ids=[f"{d}-{f}" for d, f in CASES])
@@ -26,7 +28,7 @@ def test_every_fault_is_judged_as_its_name_says(judge, protocol, fault):
     if fault != "empty":
         assert judge(sent.body, "auto").protocol == protocol
     assert sent.terminal_sent is (
-        fault in ("F0", "F2C", "F4", "F5", "error") and not (fault == "error" and protocol in ("anthropic", "gemini"))
+        fault in ("F0", "F2C", "F4", "F5", "error", "crc") and not (fault == "error" and protocol not in ERROR_ENDS)
     )
     assert sent.ending == {"reset": "reset", "stall": "stall"}.get(fault, "close")
 

@@ -368,7 +368,16 @@ def test_the_openapi_document_describes_every_ingest_parameter(client):
     documented = {p["name"]: p for p in operation["parameters"]}
     assert list(documented) == [p.name for p in PARAMETERS]
     assert documented["stream_id"]["required"] is True
-    assert documented["protocol"]["schema"]["enum"] == ["auto", "chat", "responses", "anthropic", "gemini"]
+    assert documented["protocol"]["schema"]["enum"] == [
+        "auto",
+        "chat",
+        "responses",
+        "anthropic",
+        "gemini",
+        "bedrock-converse",
+        "bedrock-invoke",
+        "ollama",
+    ]
     assert documented["upstream_status"]["schema"]["maximum"] == 599
     assert {"200", "201", "401", "409", "413", "422", "503"} <= set(operation["responses"])
 

@@ -29,14 +29,16 @@ from fastsse_service.config import TapSettings
 from fastsse_service.tap.proxy import Capture, Tap
 from fastsse_service.tap.spool import SUFFIX, Spool, Spooled
 from loadtests.localhost import free_port, wait_until
-from loadtests.wire import EXPECTED_OVER_HTTP
+from loadtests.wire import CONTENT_TYPES, EXPECTED_OVER_HTTP
 from tests.loadtests.mock_helpers import CASES, STALL_SECONDS, Mock, generation, request, stream_path
 
 from .conftest import INGEST_SECRET, READ, REPO, TOKENS, ThreadServer
 from .raw_http import LATE, read_all, send_head
 
 CANARY = "CANARY-tap-7f3a1c-never-stored"
-MODEL = {"gemini": "gemini-2.5-flash"}  # from the path; the others from the body
+BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"  # percent-encoded in the path
+MODEL = {"gemini": "gemini-2.5-flash", "bedrock-converse": BEDROCK_MODEL, "bedrock-invoke": BEDROCK_MODEL}
+# (from the path; the others from the body)
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +162,7 @@ def test_every_fault_is_relayed_unchanged_and_its_verdict_stored(mock, service, 
     assert got["status"] == 200
     [sent] = [e for e in mock.entries() if e["user_agent"] == agent]
     assert hashlib.sha256(got["body"]).hexdigest() == sent["sha256"], "not the bytes sent"
-    assert got["headers"]["content-type"].startswith("text/event-stream")
+    assert got["headers"]["content-type"].startswith(CONTENT_TYPES.get(protocol, "text/event-stream"))
     # A reset upstream is passed on as a body cut short: the client sees its stream break.
     assert got["ending"] == ("eof-inside-chunking" if fault == "reset" else "eof")
 

@@ -38,6 +38,22 @@ def body(**fields) -> bytes:
         ("POST", "/v1/chat/completions", b"not json", ("chat", False, None)),
         ("POST", "/v1/chat/completions", b"[1, 2]", ("chat", False, None)),
         ("POST", "/v1/chat/completions", body(model="x", stream="yes"), ("chat", False, "x")),
+        # Bedrock names the model in its path, percent-encoded; its streaming operations stream
+        (
+            "POST",
+            "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream",
+            b"{}",
+            ("bedrock-converse", True, "us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        ),
+        (
+            "POST",
+            "/model/meta.llama3-70b-instruct-v1:0/invoke-with-response-stream",
+            b"{}",
+            ("bedrock-invoke", True, "meta.llama3-70b-instruct-v1:0"),
+        ),
+        # Ollama streams unless it is told not to
+        ("POST", "/api/chat", body(model="llama3.2"), ("ollama", True, "llama3.2")),
+        ("POST", "/api/generate", body(model="qwen3:8b", stream=False), ("ollama", False, "qwen3:8b")),
     ],
 )
 def test_a_generation_is_told_by_its_path_and_body(method, path, sent, expected):
@@ -55,6 +71,8 @@ def test_a_generation_is_told_by_its_path_and_body(method, path, sent, expected)
         ("POST", "/v1beta/models/gemini-2.5-pro:countTokens"),
         ("GET", "/v1/chat/completions"),
         ("POST", "/v1/embeddings"),
+        ("POST", "/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/converse"),  # not streamed
+        ("POST", "/api/embed"),
     ],
 )
 def test_anything_else_is_no_generation(method, path):
@@ -79,6 +97,9 @@ def test_a_model_name_is_kept_in_the_identifier_alphabet():
         ("AsyncOpenAI/Python 2.14.0", "openai-python"),  # kimi-cli 1.52.0 sends only this
         ("Anthropic/Python 2.14.0", "anthropic-python"),
         ("AsyncAnthropic/Python 2.14.0", "anthropic-python"),  # the async client says so
+        ("AnthropicBedrock/Python 2.16.0", "anthropic-python"),  # the same SDK, its Bedrock client
+        ("Boto3/1.40.61 md/Botocore#1.44.8 ua/2.1 os/linux#6.1 lang/python#3.11.7", "boto3"),
+        ("ollama-python/0.6.3 (x86_64 linux) Python/3.11.7", "ollama-python"),
         ("google-genai-sdk/3.6.1 gl-python/3.11.2", "google-genai"),
         ("curl/8.5.0", "curl"),
         ("", None),
