@@ -18,7 +18,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING
 
 from ._limits import AUTO, DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, UNKNOWN_PROTOCOL
-from ._protocols import PROTOCOLS, protocol_for_path, streamed_media
+from ._protocols import PROTOCOLS, protocol_for_path, stream_protocol
 from ._verdict import CATEGORIES, MESSAGES, RETRYABLE, TRANSPORTS, Verdict
 
 if TYPE_CHECKING:  # both twins have one API; the Python twin's is the one type checkers read
@@ -60,7 +60,7 @@ __all__ = [
     "Scanner",
     "default_caches",
     "protocol_for_path",
-    "streamed_media",
+    "stream_protocol",
     "__version__",
     "Verdict",
     "scan",

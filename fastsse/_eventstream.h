@@ -71,7 +71,7 @@ static inline int fastsse_headers(const unsigned char *h, ptrdiff_t n, FastsseSp
         ptrdiff_t name_len = h[pos++];
         const unsigned char *name = h + pos;
         unsigned char kind;
-        if (name_len == 0 || pos + name_len + 1 > n)
+        if (pos + name_len + 1 > n) /* an empty name is a name: botocore reads it */
             return -1;
         pos += name_len;
         kind = h[pos++];

@@ -58,7 +58,7 @@ def parse_headers(block: bytes) -> dict[bytes, bytes] | None:
     while pos < n:
         name_len = block[pos]
         pos += 1
-        if name_len == 0 or pos + name_len + 1 > n:
+        if pos + name_len + 1 > n:  # (an empty name is a name: botocore reads it)
             return None
         name = block[pos : pos + name_len]
         pos += name_len

@@ -953,13 +953,20 @@ SSE_MEDIA_TYPE = "text/event-stream"
 FRAMED_MEDIA_TYPES = {"application/vnd.amazon.eventstream": FRAMING_EVENTSTREAM, "application/x-ndjson": FRAMING_NDJSON}
 
 
-def streamed_media(content_type: str, protocol: str | None) -> bool:
-    """Is an answer of this Content-Type, from an endpoint of this protocol (None: not a known
-    generation endpoint), a stream to judge?"""
+def stream_protocol(content_type: str, protocol: str | None) -> str | None:
+    """The protocol to judge an answer of this Content-Type with, from an endpoint of this
+    protocol (None: not a known generation endpoint); None if it is no stream to judge.
+
+    The endpoint's protocol holds when the answer is framed as that protocol frames it; SSE
+    from any other path is judged as "auto" (an app's own ``/api/chat`` may stream OpenAI's
+    chunks); Bedrock's and Ollama's framings only on their own endpoints."""
     media = content_type.split(";")[0].strip().lower()
-    if media == SSE_MEDIA_TYPE:
-        return True
-    return protocol is not None and FRAMED_MEDIA_TYPES.get(media) == FRAMINGS[protocol]
+    framing = FRAMING_SSE if media == SSE_MEDIA_TYPE else FRAMED_MEDIA_TYPES.get(media)
+    if framing is None:
+        return None
+    if protocol is not None and FRAMINGS[protocol] == framing:
+        return protocol
+    return "auto" if framing == FRAMING_SSE else None
 
 
 def protocol_for_path(path: str) -> str | None:

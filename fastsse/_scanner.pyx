@@ -585,7 +585,7 @@ cdef class Scanner:
         cdef Py_ssize_t start = _trim(line, &n)
         if n == start:
             return True  # blank: nothing to read, nothing left
-        if not self._read_json(line + start, n - start):
+        if not _read_json(self, line + start, n - start):
             return False
         self._handle_event(<Pos>"message", 7, line + start, n - start)
         return True
@@ -680,7 +680,7 @@ cdef class Scanner:
                 self._chunk(payload, payload_len)
             return 0
         # payload[payload_len], the frame's CRC, is readable
-        if not self._read_json(payload, payload_len):
+        if not _read_json(self, payload, payload_len):
             self.malformed += 1
             return 0
         if h[H_EVENT_TYPE].p == NULL:
@@ -692,7 +692,7 @@ cdef class Scanner:
     cdef int _chunk(self, Pos payload, Py_ssize_t n) except -1:
         """A Bedrock InvokeModel chunk: the model's own event, base64 in its "bytes"."""
         cdef Py_ssize_t size
-        if not self._read_json(payload, n) or self.rec.chunk_len < 0:
+        if not _read_json(self, payload, n) or self.rec.chunk_len < 0:
             self.malformed += 1
             return 0
         self.inner.len = 0
@@ -703,25 +703,11 @@ cdef class Scanner:
             self.malformed += 1
             return 0
         self.inner.p[size] = b'\n'  # readable past the end (json_whole)
-        if not self._read_json(<Pos>self.inner.p, size):
+        if not _read_json(self, <Pos>self.inner.p, size):
             self.malformed += 1
             return 0
         self._interpret(<Pos>"", 0)
         return 0
-
-    cdef inline int _read_json(self, Pos data, Py_ssize_t n) except -1:
-        """Read the JSON data[:n] (data[n] readable) into the record: 1 if json_whole read it
-        in one pass, 2 if the automaton did, 0 if it is not one JSON value."""
-        record_reset(&self.rec)
-        if n == 0:
-            return 0
-        if json_whole(&self.rec, data, n):
-            return 1
-        # unusual or malformed: the automaton reads it from scratch and decides
-        record_reset(&self.rec)
-        json_init(&self.js, &self.rec, self._automaton())
-        json_feed(&self.js, data, n)
-        return 2 if json_finish(&self.js) else 0
 
     cdef int _scan_sse(self, Pos p, Py_ssize_t n) except -1:
         """Server-Sent Events: the lines of the chunk p[:n], and the events they end."""
@@ -825,6 +811,9 @@ cdef class Scanner:
         buf_free(&self.fr.data)
         buf_free(&self.rec.captured)
         buf_free(&self.memo.event)
+        buf_free(&self.frame)
+        buf_free(&self.inner)
+        self.frame_total = 0
         self.fr.bare_active = False
         self._free_protocol_state()
 
@@ -909,7 +898,7 @@ cdef class Scanner:
             if self.detected == D_CHAT:
                 self.end_marker = True
             return 0
-        read = self._read_json(data, n)
+        read = _read_json(self, data, n)
         if read == 0:
             self.malformed += 1
             return 0
@@ -1564,6 +1553,22 @@ cdef class Scanner:
         verdict = _object_new(Verdict)
         PyObject_GenericSetDict(verdict, values, NULL)
         return verdict
+
+
+cdef inline int _read_json(Scanner s, Pos data, Py_ssize_t n) except -1:
+    """Read the JSON data[:n] (data[n] readable) into the scanner's record: 1 if json_whole
+    read it in one pass, 2 if the automaton did, 0 if it is not one JSON value.  (A function,
+    not a method, so that the C compiler inlines it into the hot loop.)"""
+    record_reset(&s.rec)
+    if n == 0:
+        return 0
+    if json_whole(&s.rec, data, n):
+        return 1
+    # unusual or malformed: the automaton reads it from scratch and decides
+    record_reset(&s.rec)
+    json_init(&s.js, &s.rec, s._automaton())
+    json_feed(&s.js, data, n)
+    return 2 if json_finish(&s.js) else 0
 
 
 def scan(data, str protocol="auto", str transport="eof", *,

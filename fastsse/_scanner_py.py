@@ -406,6 +406,7 @@ class Scanner:
         # drop every buffer at once: nothing more is read
         self._fr.line = bytearray()
         self._fr.data = bytearray()
+        self._es = EventStreamFraming()
         self._bare = None
         self._tools.clear()
         self._blocks.clear()

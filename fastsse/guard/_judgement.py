@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .. import CATEGORIES, DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, MESSAGES, RETRYABLE, Scanner, Verdict
-from .._verdict import TRANSPORT_ERROR, _verdict
+from .._verdict import MALFORMED_EVENT, TRANSPORT_ERROR, _verdict
 from . import _span
 
 FAILURES = frozenset(CATEGORIES) - {"complete"}
@@ -93,13 +93,14 @@ class StreamFailed(Exception):
 def _broken(verdict: Verdict, transport: str) -> Verdict:
     """The verdict of an answer the transport broke, from the one it would have had at a clean
     end: as the scanner judges it (a transport error comes second in the order)."""
+    return _recategorized(verdict, TRANSPORT_ERROR, transport=transport)
+
+
+def _recategorized(verdict: Verdict, category: str, **changes: object) -> Verdict:
+    """The verdict with another (failing) category, its retryability and its message."""
     values: dict[str, object] = dict(verdict.to_dict())
     values.update(
-        category=TRANSPORT_ERROR,
-        complete=False,
-        retryable=RETRYABLE[TRANSPORT_ERROR],
-        message=MESSAGES[TRANSPORT_ERROR],
-        transport=transport,
+        category=category, complete=False, retryable=RETRYABLE[category], message=MESSAGES[category], **changes
     )
     return _verdict(values)
 
@@ -168,8 +169,10 @@ class Judgement:
         reporter = options.reporter
         self._capture: list[bytes] | None = [] if reporter is not None and reporter.capture_limit > 0 else None
         self._captured = 0
-        self.verdict: Verdict | None = None
         self._done = False
+        # A failure judged when the reader dropped the answer unclosed (its generators finalized
+        # as an exception left them): delivered if the answer is then closed.
+        self._dropped: StreamFailed | None = None
         # The exception being handled where the reader is (a retry inside an except block):
         # when the answer is closed, that one is not on its way out.  Updated at every chunk.
         self.handled = sys.exc_info()[1]
@@ -217,14 +220,17 @@ class Judgement:
         self._done = True
         verdict = self._scanner.close("eof")
         if early and verdict.category in _LEFT_EARLY:
-            return None
+            if not verdict.malformed_events:
+                return None
+            # The reader stopped at an event that could not be read (an SDK raises at a frame
+            # whose CRC does not match): the answer failed, whatever would have followed.
+            verdict = _recategorized(verdict, MALFORMED_EVENT)
         if transport != "eof" and not verdict.complete and verdict.category != "limit_exceeded":
             # A break before the answer's end: the category is the break's.  (A break after
             # a complete answer, say while an SDK drains the connection after [DONE], is no
             # failure of the answer: it stays complete, and the break reaches the reader as
             # it was.)
             verdict = _broken(verdict, transport)
-        self.verdict = verdict
         options = self._options
         failed = verdict.category in options.raise_on
         if options.mark_span:
@@ -261,6 +267,19 @@ class Judgement:
             reporter.report(finished)
         except Exception:  # noqa: BLE001, S110 - a reporter never fails the application
             pass
+
+    def dropped(self) -> None:
+        """The reader dropped the answer unclosed (its generators are finalized): judge it, and
+        keep the failure for a close that may follow."""
+        self._dropped = self.finish("eof", early=True)
+
+    def closed(self) -> None:
+        """The reader closed the answer: judge it, and deliver the failure (or the one judged
+        when it was dropped)."""
+        failure = self.finish("eof", early=True)
+        if failure is None:
+            failure, self._dropped = self._dropped, None
+        self.deliver(failure)
 
     def deliver(self, failure: StreamFailed | None) -> None:
         """Raise ``failure`` where the reader closed the answer; but if another exception is on

@@ -20,7 +20,7 @@ from .. import (
     Scanner,
     Verdict,
     protocol_for_path,
-    streamed_media,
+    stream_protocol,
 )
 from ._judgement import FAILURES, Judgement, Options, Reporter, readable
 
@@ -76,11 +76,12 @@ class _Guard:
             return None
         headers = response.headers
         path = request.url.path
-        protocol = self.options.protocol or protocol_for_path(path)
-        if streamed_media(headers.get("content-type", ""), protocol):
-            protocol = protocol or "auto"  # SSE from any path; Bedrock's and Ollama's framings
-        elif not (protocol == "gemini" and path.endswith(":streamGenerateContent")):  # from theirs
-            return None  # Gemini's stream without alt=sse is one JSON array: judged, others not
+        asked = self.options.protocol or protocol_for_path(path)
+        protocol = stream_protocol(headers.get("content-type", ""), asked)
+        if protocol is None:  # not a stream; but Gemini's without alt=sse is one JSON array
+            if not (asked == "gemini" and path.endswith(":streamGenerateContent")):
+                return None
+            protocol = asked
         encoding = headers.get("content-encoding", "").strip().lower()
         if not readable(encoding):
             return None
@@ -173,7 +174,7 @@ class _GuardedStream:
                 judgement.handled = sys.exc_info()[1]  # what the reader is handling, if anything
                 yield chunk
         except GeneratorExit:  # the reader dropped the answer unclosed (a reader that raised)
-            judgement.finish("eof", early=True)
+            judgement.dropped()
             raise
         except Exception as exc:
             transport = _transport_of(exc)
@@ -189,7 +190,7 @@ class _GuardedStream:
         try:
             self._inner.close()
         finally:
-            self.judgement.deliver(self.judgement.finish("eof", early=True))
+            self.judgement.closed()
 
 
 class _AsyncGuardedStream:
@@ -205,7 +206,7 @@ class _AsyncGuardedStream:
                 judgement.handled = sys.exc_info()[1]  # what the reader is handling, if anything
                 yield chunk
         except GeneratorExit:  # the reader dropped the answer unclosed (a reader that raised)
-            judgement.finish("eof", early=True)
+            judgement.dropped()
             raise
         except Exception as exc:
             transport = _transport_of(exc)
@@ -221,4 +222,4 @@ class _AsyncGuardedStream:
         try:
             await self._inner.aclose()
         finally:
-            self.judgement.deliver(self.judgement.finish("eof", early=True))
+            self.judgement.closed()

@@ -57,8 +57,9 @@ def generation(method: str, path: str, body: bytes, query: bytes = b"") -> Gener
     """The generation a request asks for, or None for anything else (model lists, token
     counts, probes), which the tap passes through without a verdict.  Gemini streams SSE only
     with ``alt=sse``; without it, ``streamGenerateContent`` answers one JSON array, which is
-    not a stream fastsse judges.  Bedrock's streaming operations always stream; Ollama streams
-    unless the body says ``"stream": false``."""
+    not a stream fastsse judges.  Bedrock's streaming operations always stream.  (Ollama streams
+    unless the body says ``"stream": false``, but ``/api/chat`` is a common path of apps of
+    every kind: the tap judges what answers in Ollama's framing, see fastsse.stream_protocol.)"""
     if method != "POST":
         return None
     path = path.rstrip("/")
@@ -74,8 +75,7 @@ def generation(method: str, path: str, body: bytes, query: bytes = b"") -> Gener
         named = _BEDROCK_MODEL.search(path)
         return Generation(protocol, True, model_name(unquote(named["model"])) if named else None)
     fields = _json_object(body)
-    streamed = fields.get("stream") is not False if protocol == "ollama" else fields.get("stream") is True
-    return Generation(protocol, streamed, model_name(fields.get("model")))
+    return Generation(protocol, fields.get("stream") is True, model_name(fields.get("model")))
 
 
 def _json_object(body: bytes) -> dict:

@@ -232,21 +232,27 @@ class Tap:
 
     async def _answer(self, scope, receive, send, body: bytes, named: dict, asked, response: httpx.Response) -> None:
         path, query = scope["path"], scope.get("query_string") or b""
-        if asked is None or not (asked.streamed or _is_stream(response, asked.protocol)):
+        # judged as the path's protocol when the answer is framed as it frames (an SSE answer on
+        # an app's own /api/chat is "auto", not Ollama's NDJSON)
+        framed = (
+            None if asked is None else fastsse.stream_protocol(response.headers.get("content-type", ""), asked.protocol)
+        )
+        if asked is None or not (asked.streamed or framed):
             outcome = await self._relay(response, receive, send)
             if outcome not in ("eof", None):
                 raise UpstreamBroke(outcome)
             return
         attempt = self.tracker.attempt(scope["method"], path, body, credential(named, query))
         capture = Capture(response.headers.get("content-encoding", ""), self.settings.max_capture_bytes)
-        outcome = await self._relay(response, receive, send, capture, asked.protocol)
+        protocol = framed or asked.protocol
+        outcome = await self._relay(response, receive, send, capture, protocol)
         if outcome is None:
             self.hung_up += 1
             log.info("client hung up before the answer's end: not judged (%d so far)", self.hung_up)
             return
         params = {
             "stream_id": uuid.uuid4().hex,
-            "protocol": asked.protocol,
+            "protocol": protocol,
             "transport": outcome,
             "upstream_status": str(response.status_code),
             "request_id": attempt.request_id,
@@ -451,10 +457,6 @@ def _climbs(path: str) -> bool:
 def _for_log(url: httpx.URL) -> str:
     """The URL as logs may show it: without the credentials it may hold (https://user:secret@host)."""
     return str(url.copy_with(password=None, username=None)) if url.userinfo else str(url)
-
-
-def _is_stream(response: httpx.Response, protocol: str) -> bool:
-    return fastsse.streamed_media(response.headers.get("content-type", ""), protocol)
 
 
 async def _disconnected(receive) -> None:

@@ -147,13 +147,26 @@ def _text(raw) -> str:
     return raw.decode(errors="replace") if isinstance(raw, bytes) else (raw or "")
 
 
+# sdk_client.py's app for each SDK and the protocol it speaks.
+SDK_APPS = {
+    ("openai", "chat"): "openai-chat",
+    ("openai", "responses"): "openai-responses",
+    ("anthropic", "anthropic"): "anthropic",
+    ("google-genai", "gemini"): "gemini",
+    ("boto3", "bedrock-converse"): "bedrock-converse",
+    ("boto3", "bedrock-invoke"): "bedrock-invoke",
+    ("anthropic[bedrock]", "bedrock-invoke"): "anthropic-bedrock",
+    ("ollama", "ollama"): "ollama",
+}
+
+
 class SdkApp(Client):
     """sdk_client.py under the SDK's own interpreter."""
 
     flags: tuple[str, ...] = ()
 
     def command(self, base, home):
-        app = {"chat": "openai-chat", "responses": "openai-responses"}.get(self.protocol, self.protocol)
+        app = SDK_APPS[self.pin.package, self.protocol]
         url = base + "/v1" if self.pin.package == "openai" else base
         python = str(self.pin.directory / "bin" / "python")
         return ([python, str(HERE / "sdk_client.py"), app, url, *self.flags], {}, home)
@@ -341,6 +354,10 @@ CLIENTS = (
     SdkApp("openai-python (responses)", BY_NAME["openai-python"], "responses", "openai-python"),
     SdkApp("anthropic-python", BY_NAME["anthropic-python"], "anthropic", "anthropic-python"),
     SdkApp("google-genai", BY_NAME["google-genai"], "gemini", "google-genai"),
+    SdkApp("boto3 (converse_stream)", BY_NAME["boto3"], "bedrock-converse", "boto3"),
+    SdkApp("boto3 (invoke_model_with_response_stream)", BY_NAME["boto3"], "bedrock-invoke", "boto3"),
+    SdkApp("anthropic-python (Bedrock)", BY_NAME["anthropic-bedrock"], "bedrock-invoke", "anthropic-python"),
+    SdkApp("ollama-python", BY_NAME["ollama-python"], "ollama", "ollama-python"),
     *(
         GuardedSdkApp(f"{name} + guard{'' if mode == 'sync' else ' (async)'}", BY_NAME[pin], protocol, tool, mode=mode)
         for name, pin, protocol, tool in (
@@ -348,6 +365,8 @@ CLIENTS = (
             ("openai-python (responses)", "openai-python", "responses", "openai-python"),
             ("anthropic-python", "anthropic-python", "anthropic", "anthropic-python"),
             ("google-genai", "google-genai", "gemini", "google-genai"),
+            ("anthropic-python (Bedrock)", "anthropic-bedrock", "bedrock-invoke", "anthropic-python"),
+            ("ollama-python", "ollama-python", "ollama", "ollama-python"),
         )
         for mode in ("sync", "async")
     ),

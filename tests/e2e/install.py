@@ -39,6 +39,9 @@ PINS = (
     Pin("openai-python", "pip", "openai", "3.57.0"),
     Pin("anthropic-python", "pip", "anthropic", "2.14.0"),
     Pin("google-genai", "pip", "google-genai", "3.6.1"),
+    Pin("boto3", "pip", "boto3", "1.44.8"),
+    Pin("anthropic-bedrock", "pip", "anthropic[bedrock]", "2.14.0"),  # its Bedrock client needs boto3
+    Pin("ollama-python", "pip", "ollama", "0.6.3"),
     Pin("codex", "npm", "@openai/codex", "0.171.0"),
     Pin("claude-code", "npm", "@anthropic-ai/claude-code", "2.1.332"),
     Pin("kimi-cli", "pip313", "kimi-cli", "1.52.0"),

@@ -3,7 +3,10 @@ as it comes, exit 0 when the SDK is done, 1 with the exception when it raises.  
 nothing the SDK does not check itself (no finish reason, no end event): the matrix measures
 what the SDK tells a plain app.  Run by the SDK's own interpreter (see install.py):
 
-    python sdk_client.py openai-chat|openai-responses|anthropic|gemini BASE_URL [--async] [--guard]
+    python sdk_client.py APP BASE_URL [--async] [--guard]
+
+APP: openai-chat, openai-responses, anthropic, gemini, bedrock-converse and bedrock-invoke
+(boto3), anthropic-bedrock (anthropic's Bedrock client), ollama.
 
 ``--guard`` adds the three lines of fastsse.guard to the app (the SDK's HTTP client gets the
 guard's transport, with a reporter that sends what it judged to $FASTSSE_INGEST); ``--async``
@@ -24,10 +27,17 @@ def http_clients(guard) -> dict:
     """The SDK's HTTP client, guarded (the application's three lines), or the SDK's own."""
     if guard is None:
         return {}
-    import httpx2
-
     from fastsse.guard import AsyncTransport, Transport
 
+    try:  # the openai, anthropic and google-genai SDKs are on httpx2
+        import httpx2
+    except ImportError:  # ollama is on httpx, and takes a transport
+        import httpx
+
+        return {
+            "ollama": Transport(httpx.HTTPTransport(), reporter=guard),
+            "aollama": AsyncTransport(httpx.AsyncHTTPTransport(), reporter=guard),
+        }
     return {
         "sync": httpx2.Client(transport=Transport(httpx2.HTTPTransport(), reporter=guard), timeout=20),
         "async": httpx2.AsyncClient(transport=AsyncTransport(httpx2.AsyncHTTPTransport(), reporter=guard), timeout=20),
@@ -84,31 +94,30 @@ def openai_responses(base_url: str, http: dict, mode: str):
     return run()
 
 
-def anthropic_messages(base_url: str, http: dict, mode: str):
-    import anthropic
-
+def _anthropic_text(client, model: str, mode: str):
+    """Print what anthropic's messages.stream gives, as its documentation shows (sync: now;
+    async: the coroutine to run)."""
+    messages = [{"role": "user", "content": PROMPT}]
     if mode == "sync":
-        client = anthropic.Anthropic(
-            base_url=base_url, api_key=KEY, max_retries=2, timeout=20, http_client=http.get("sync")
-        )
-        with client.messages.stream(
-            model="mock-model", max_tokens=1024, messages=[{"role": "user", "content": PROMPT}]
-        ) as stream:
+        with client.messages.stream(model=model, max_tokens=1024, messages=messages) as stream:
             for text in stream.text_stream:
                 sys.stdout.write(text)
         return None
 
     async def run():
-        client = anthropic.AsyncAnthropic(
-            base_url=base_url, api_key=KEY, max_retries=2, timeout=20, http_client=http.get("async")
-        )
-        async with client.messages.stream(
-            model="mock-model", max_tokens=1024, messages=[{"role": "user", "content": PROMPT}]
-        ) as stream:
+        async with client.messages.stream(model=model, max_tokens=1024, messages=messages) as stream:
             async for text in stream.text_stream:
                 sys.stdout.write(text)
 
     return run()
+
+
+def anthropic_messages(base_url: str, http: dict, mode: str):
+    import anthropic
+
+    kind = anthropic.Anthropic if mode == "sync" else anthropic.AsyncAnthropic
+    client = kind(base_url=base_url, api_key=KEY, max_retries=2, timeout=20, http_client=http.get(mode))
+    return _anthropic_text(client, "mock-model", mode)
 
 
 def gemini(base_url: str, http: dict, mode: str):
@@ -140,11 +149,84 @@ def gemini(base_url: str, http: dict, mode: str):
     return run()
 
 
+BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+AWS = {
+    "region_name": "us-east-1",
+    "aws_access_key_id": "AKIAE2ENOTAREALKEY",
+    "aws_secret_access_key": "not-a-real-secret",
+}
+
+
+def _boto3(base_url: str):
+    import boto3
+    from botocore.config import Config
+
+    config = Config(retries={"max_attempts": 3, "mode": "standard"}, read_timeout=20, connect_timeout=5)
+    return boto3.client("bedrock-runtime", endpoint_url=base_url, config=config, **AWS)
+
+
+def bedrock_converse(base_url: str, http: dict, mode: str):
+    """boto3's converse_stream, as AWS's examples print it: each text delta as it comes."""
+    response = _boto3(base_url).converse_stream(
+        modelId=BEDROCK_MODEL, messages=[{"role": "user", "content": [{"text": PROMPT}]}]
+    )
+    for event in response["stream"]:
+        text = event.get("contentBlockDelta", {}).get("delta", {}).get("text")
+        if text:
+            sys.stdout.write(text)
+
+
+def bedrock_invoke(base_url: str, http: dict, mode: str):
+    """boto3's invoke_model_with_response_stream with an Anthropic model's body, as AWS's
+    examples read it: each chunk's JSON, the text of its text deltas."""
+    import json
+
+    body = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 1024,
+            "messages": [{"role": "user", "content": PROMPT}]}  # fmt: skip
+    response = _boto3(base_url).invoke_model_with_response_stream(modelId=BEDROCK_MODEL, body=json.dumps(body))
+    for event in response["body"]:
+        chunk = json.loads(event["chunk"]["bytes"])
+        if chunk.get("type") == "content_block_delta" and chunk["delta"].get("type") == "text_delta":
+            sys.stdout.write(chunk["delta"]["text"])
+
+
+def anthropic_bedrock(base_url: str, http: dict, mode: str):
+    import anthropic
+
+    aws = {"aws_region": AWS["region_name"], "aws_access_key": AWS["aws_access_key_id"],
+           "aws_secret_key": AWS["aws_secret_access_key"]}  # fmt: skip
+    kind = anthropic.AnthropicBedrock if mode == "sync" else anthropic.AsyncAnthropicBedrock
+    client = kind(base_url=base_url, max_retries=2, timeout=20, http_client=http.get(mode), **aws)
+    return _anthropic_text(client, BEDROCK_MODEL, mode)
+
+
+def ollama_chat(base_url: str, http: dict, mode: str):
+    import ollama
+
+    messages = [{"role": "user", "content": PROMPT}]
+    if mode == "sync":
+        client = ollama.Client(host=base_url, timeout=20, **({"transport": http["ollama"]} if http else {}))
+        for part in client.chat(model="llama3.2", messages=messages, stream=True):
+            sys.stdout.write(part.message.content or "")
+        return None
+
+    async def run():
+        client = ollama.AsyncClient(host=base_url, timeout=20, **({"transport": http["aollama"]} if http else {}))
+        async for part in await client.chat(model="llama3.2", messages=messages, stream=True):
+            sys.stdout.write(part.message.content or "")
+
+    return run()
+
+
 APPS = {
     "openai-chat": openai_chat,
     "openai-responses": openai_responses,
     "anthropic": anthropic_messages,
     "gemini": gemini,
+    "bedrock-converse": bedrock_converse,
+    "bedrock-invoke": bedrock_invoke,
+    "anthropic-bedrock": anthropic_bedrock,
+    "ollama": ollama_chat,
 }
 
 

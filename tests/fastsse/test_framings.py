@@ -120,6 +120,19 @@ def test_every_header_type_is_stepped_over(impl):
         assert (verdict.category, verdict.malformed_events) == ("no_end_marker", 1)
 
 
+def test_an_empty_header_name_is_a_name_as_botocore_reads_it(impl):
+    empty = bytes([0]) + bytes([0])  # a header named "" of type 0 (true)
+    named = b"".join(
+        bytes([len(n)]) + n + bytes([7]) + len(v).to_bytes(2, "big") + v
+        for n, v in ((b":message-type", b"event"), (b":event-type", b"messageStop"))
+    )
+    stop = _frame_with(named + empty, b'{"stopReason":"end_turn"}')
+    messages, raised = botocore_frames(stop)
+    assert not raised and messages[0].headers[""] is True
+    assert agree(converse(C_START, *c_text(0, "Hi"), stop)).category == "complete"
+    assert impl.scan(converse(C_START, *c_text(0, "Hi"), stop)).category == "complete"
+
+
 def _frame_with(block: bytes, payload: bytes) -> bytes:
     prelude = (16 + len(block) + len(payload)).to_bytes(4, "big") + len(block).to_bytes(4, "big")
     prelude += zlib.crc32(prelude).to_bytes(4, "big")

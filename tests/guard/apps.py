@@ -74,31 +74,40 @@ async def openai_responses_async(base: str, **options) -> str:
     return "".join(text)
 
 
+def _anthropic_text(client, model: str) -> str:
+    text = []
+    with (
+        client,
+        client.messages.stream(model=model, max_tokens=1024, messages=[{"role": "user", "content": PROMPT}]) as stream,
+    ):
+        for piece in stream.text_stream:
+            text.append(piece)
+    return "".join(text)
+
+
+async def _anthropic_text_async(client, model: str) -> str:
+    text = []
+    async with (
+        client,
+        client.messages.stream(model=model, max_tokens=1024, messages=[{"role": "user", "content": PROMPT}]) as stream,
+    ):
+        async for piece in stream.text_stream:
+            text.append(piece)
+    return "".join(text)
+
+
 def anthropic_messages(base: str, **options) -> str:
     import anthropic
 
-    text = []
-    with anthropic.Anthropic(base_url=base, api_key=KEY, max_retries=0, http_client=guarded(**options)) as client:
-        with client.messages.stream(
-            model="mock-model", max_tokens=1024, messages=[{"role": "user", "content": PROMPT}]
-        ) as stream:
-            for piece in stream.text_stream:
-                text.append(piece)
-    return "".join(text)
+    client = anthropic.Anthropic(base_url=base, api_key=KEY, max_retries=0, http_client=guarded(**options))
+    return _anthropic_text(client, "mock-model")
 
 
 async def anthropic_messages_async(base: str, **options) -> str:
     import anthropic
 
-    text = []
-    http = aguarded(**options)
-    async with anthropic.AsyncAnthropic(base_url=base, api_key=KEY, max_retries=0, http_client=http) as client:
-        async with client.messages.stream(
-            model="mock-model", max_tokens=1024, messages=[{"role": "user", "content": PROMPT}]
-        ) as stream:
-            async for piece in stream.text_stream:
-                text.append(piece)
-    return "".join(text)
+    client = anthropic.AsyncAnthropic(base_url=base, api_key=KEY, max_retries=0, http_client=aguarded(**options))
+    return await _anthropic_text_async(client, "mock-model")
 
 
 def _gemini_client(base: str, **http):
@@ -131,10 +140,54 @@ async def gemini_async(base: str, **options) -> str:
     return "".join(text)
 
 
+_REGION = {"aws_region": "us-east-1", "aws_access_key": "AKIAGUARDNOTAREALKEY", "aws_secret_key": "not-a-real-secret"}
+BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+
+
+def anthropic_bedrock(base: str, **options) -> str:
+    import anthropic
+
+    client = anthropic.AnthropicBedrock(base_url=base, max_retries=0, http_client=guarded(**options), **_REGION)
+    return _anthropic_text(client, BEDROCK_MODEL)
+
+
+async def anthropic_bedrock_async(base: str, **options) -> str:
+    import anthropic
+
+    client = anthropic.AsyncAnthropicBedrock(base_url=base, max_retries=0, http_client=aguarded(**options), **_REGION)
+    return await _anthropic_text_async(client, BEDROCK_MODEL)
+
+
+def ollama_chat(base: str, **options) -> str:
+    import httpx
+    import ollama
+
+    text = []
+    with ollama.Client(host=base, transport=Transport(httpx.HTTPTransport(), **options), timeout=20) as client:
+        for part in client.chat(model="llama3.2", messages=[{"role": "user", "content": PROMPT}], stream=True):
+            text.append(part.message.content or "")
+    return "".join(text)
+
+
+async def ollama_chat_async(base: str, **options) -> str:
+    import httpx
+    import ollama
+
+    text = []
+    transport = AsyncTransport(httpx.AsyncHTTPTransport(), **options)
+    async with ollama.AsyncClient(host=base, transport=transport, timeout=20) as client:
+        messages = [{"role": "user", "content": PROMPT}]
+        async for part in await client.chat(model="llama3.2", messages=messages, stream=True):
+            text.append(part.message.content or "")
+    return "".join(text)
+
+
 # (name, protocol, sync app, async app)
 APPS = (
     ("openai-chat", "chat", openai_chat, openai_chat_async),
     ("openai-responses", "responses", openai_responses, openai_responses_async),
     ("anthropic", "anthropic", anthropic_messages, anthropic_messages_async),
     ("google-genai", "gemini", gemini, gemini_async),
+    ("anthropic-bedrock", "bedrock-invoke", anthropic_bedrock, anthropic_bedrock_async),
+    ("ollama", "ollama", ollama_chat, ollama_chat_async),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.fastsse.events import cand, chat_text, g_object, gemini_array, text
+from tests.fastsse.events import cand, chat_text, g_object, gemini_array, ollama_text, text
 
 CHAT_WHOLE = chat_text("Hello", ", world", ".")
 CHAT_CUT = chat_text("Hello", ", wor", finish=None, done=False)
@@ -13,3 +13,6 @@ GEMINI_ARRAY = gemini_array(g_object(cand(text("The capital"))), g_object(cand(t
 
 def chunked(data: bytes, size: int) -> list[bytes]:
     return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+OLLAMA_WHOLE = ollama_text("Hello", ", world", ".")

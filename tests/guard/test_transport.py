@@ -14,7 +14,7 @@ import pytest
 import fastsse
 from fastsse.guard import AsyncTransport, StreamFailed, Transport
 
-from .events import CHAT_CUT, CHAT_LENGTH, CHAT_WHOLE, GEMINI_ARRAY, chunked
+from .events import CHAT_CUT, CHAT_LENGTH, CHAT_WHOLE, GEMINI_ARRAY, OLLAMA_WHOLE, chunked
 
 LIBRARIES = [httpx, httpx2]
 CHAT = "http://provider.test/v1/chat/completions"
@@ -112,6 +112,22 @@ class TestEveryLibrary:
         assert b"".join(got) == whole and [(v.category, v.protocol) for v in verdicts] == [("complete", "gemini")]
         with pytest.raises(StreamFailed):
             read(lib, answering(lib, [whole[:-40]], headers={"content-type": "application/json"}), url=url, mode=mode)
+
+    def test_the_paths_protocol_holds_only_for_its_own_framing(self, lib, mode):
+        """An app's own /api/chat that streams OpenAI's chunks (SSE) is judged as "auto", not
+        as Ollama's NDJSON; Ollama's NDJSON is judged there; NDJSON or Bedrock's event stream
+        from any other path passes untouched."""
+        api_chat = "http://app.test/api/chat"
+        got, verdicts = read(lib, answering(lib, chunked(CHAT_WHOLE, 5)), url=api_chat, mode=mode)
+        assert [(v.category, v.protocol) for v in verdicts] == [("complete", "chat")]
+        ndjson = {"content-type": "application/x-ndjson"}
+        lines = OLLAMA_WHOLE
+        got, verdicts = read(lib, answering(lib, chunked(lines, 6), headers=ndjson), url=api_chat, mode=mode)
+        assert [(v.category, v.protocol) for v in verdicts] == [("complete", "ollama")]
+        for content_type in ("application/x-ndjson", "application/vnd.amazon.eventstream"):
+            handler = answering(lib, [lines[:-30]], headers={"content-type": content_type})
+            got, verdicts = read(lib, handler, url="http://app.test/v1/other", mode=mode)
+            assert got == [lines[:-30]] and verdicts == []
 
     def test_a_compressed_answer_is_judged_as_it_decodes(self, lib, mode):
         handler = answering(lib, chunked(gzip.compress(CHAT_LENGTH), 4), headers={"content-encoding": "gzip"})

@@ -51,8 +51,9 @@ def body(**fields) -> bytes:
             b"{}",
             ("bedrock-invoke", True, "meta.llama3-70b-instruct-v1:0"),
         ),
-        # Ollama streams unless it is told not to
-        ("POST", "/api/chat", body(model="llama3.2"), ("ollama", True, "llama3.2")),
+        # Ollama streams unless it is told not to; the tap tells its answers by their framing
+        ("POST", "/api/chat", body(model="llama3.2"), ("ollama", False, "llama3.2")),
+        ("POST", "/api/chat", body(model="llama3.2", stream=True), ("ollama", True, "llama3.2")),
         ("POST", "/api/generate", body(model="qwen3:8b", stream=False), ("ollama", False, "qwen3:8b")),
     ],
 )
