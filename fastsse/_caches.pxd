@@ -16,6 +16,17 @@ the same record but for those counters, so it is counted without being read: a f
 instead of a parse.  Anything else, a hole that is not a plain string (number) included, falls
 back to reading the event.
 
+The other dialects replay the same way, each where its rules only count: Anthropic's and
+Converse's text and thinking block deltas (not a tool's input, whose pieces go to its JSON
+check), Responses' text, refusal and reasoning deltas (not a call's arguments), and Ollama's
+lines that are not the last.  Their deltas are holes of their own (H_DELTA_*, H_DELTA), counted
+as the kept event's kind says; Anthropic's padding before the closing brace is a hole of spaces
+and tabs (H_SPACE), never a line end; Responses' sequence_number is a hole (H_SEQ) whose repeat
+must follow the stream's last number, or the event is read and the gap reported.  An SSE event
+kept may start with one "event:" line; an NDJSON line is kept with its newline; a Converse frame
+is kept without its prelude and CRCs (they change with the payload's length), and a repeat is
+compared only once both its CRCs are checked.
+
 Templates.  Replaying needs an event read in full first: in a chat stream, its role chunk,
 first content chunk, finish chunk and usage chunk are each the first of their shape, and the
 next stream of the same model sends the same four shapes again.  So a chat event read in place
@@ -50,9 +61,9 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcmp, memcpy, memset
 
 from ._cbytes cimport Buf, Pos, Str, buf_append, fastsse_equal, str_eq
-from ._json_fast cimport skip_number, skip_string
-from ._record cimport (A_TOOL_ARGS, H_ARGS, H_FREE, H_NUMBER, H_REASONING, H_REFUSAL, H_TEXT,
-                       MAX_HOLES, N_ROLES, Record)
+from ._json_fast cimport skip_blanks, skip_number, skip_string
+from ._record cimport (A_TOOL_ARGS, H_ARGS, H_FREE, H_NUMBER, H_REASONING, H_REFUSAL, H_SEQ,
+                       H_SPACE, H_TEXT, MAX_HOLES, N_ROLES, Record)
 
 cdef enum:
     MEMO_MAX_BYTES = 4096  # the longest event kept to be replayed or made a template
@@ -79,6 +90,11 @@ ctypedef struct Memo:  # the event a stream keeps to replay the ones that repeat
     bint varies[MAX_HOLES]  # held another value at the first replay: not tried again
     Py_ssize_t base[N_ROLES]  # per role, what it counted outside its holes (content parts)
     bint fresh  # not replayed yet: holes that repeat their value become bytes to compare
+    # the roles whose holes count as text, reasoning and refusal (-1: none): H_TEXT.. in a
+    # chat event, its deltas' (H_DELTA_*, H_DELTA) in the others
+    int count_as[3]
+    bint seq  # its sequence number is a hole (H_SEQ), which must follow the stream's last
+    Py_ssize_t headers  # a kept frame's: the length of its headers, which come first in event
     bint tool  # it carries one tool call fragment, without an id
     int64_t tool_choice, tool_index  # which call the fragment continues
 
@@ -109,13 +125,25 @@ cdef inline Pos read_args(Record* rec, Pos q, Pos end, bint* captured) except? N
     captured[0] = rec.captured.len > 0  # an escape always stands for a byte
     return close
 
+cdef inline Pos plain_integer(Pos q, Pos end, int64_t* value) noexcept:
+    """The end of the plain integer at q (digits, no leading zero, at most 15 of them), or
+    NULL: anything else is left to the reader."""
+    cdef Pos s = q
+    value[0] = 0
+    while q < end and b'0' <= q[0] <= b'9' and q - s < 15:
+        value[0] = value[0] * 10 + (q[0] - 48)
+        q += 1
+    if q == s or (s[0] == b'0' and q - s > 1) or (q < end and b'0' <= q[0] <= b'9'):
+        return NULL
+    return q
+
 cdef inline Pos memo_match(Memo* m, Record* rec, Pos q, Pos end, Py_ssize_t* counts,
                            unsigned* same, Pos* args, Py_ssize_t* args_width,
-                           bint* args_captured) except? NULL:
+                           bint* args_captured, int64_t* seq) except? NULL:
     """The end of the event at q if it repeats the kept one before end, its blank line
     included; else NULL.  Fills what it counts per role (counts), the holes that held the kept
-    value again (same), and its tool call arguments (args[:args_width], or as read_args left
-    them in rec.captured)."""
+    value again (same), its tool call arguments (args[:args_width], or as read_args left them
+    in rec.captured), and its sequence number (seq, if m.seq)."""
     cdef Pos t = <Pos>m.event.p
     cdef Pos close
     cdef Py_ssize_t tpos = 0, seg, width
@@ -134,6 +162,11 @@ cdef inline Pos memo_match(Memo* m, Record* rec, Pos q, Pos end, Py_ssize_t* cou
             if close == NULL:
                 return NULL
             width = close - q
+        elif m.role[h] == H_SEQ:  # read in any case: the caller checks it
+            close = plain_integer(q, end, seq)
+            if close == NULL:
+                return NULL
+            width = close - q
         # the kept value again? (the byte after it, a string's closing quote, too)
         elif (not m.varies[h] and end - q > width and q[width] == t[m.end[h]]
                 and fastsse_equal(q, t + tpos + seg, width)):
@@ -142,6 +175,8 @@ cdef inline Pos memo_match(Memo* m, Record* rec, Pos q, Pos end, Py_ssize_t* cou
         else:
             if m.role[h] == H_NUMBER:
                 close = skip_number(q, end)
+            elif m.role[h] == H_SPACE:
+                close = skip_blanks(q, end)
             else:
                 close = skip_string(rec, q, end, 0)
             if close == NULL:
@@ -166,7 +201,7 @@ cdef inline void memo_settle(Memo* m, unsigned same) noexcept:
     cdef int h, kept = 0
     m.fresh = False
     for h in range(m.n_holes):
-        if (m.role[h] == H_FREE or m.role[h] == H_NUMBER) and same & (1u << h):
+        if (m.role[h] == H_FREE or m.role[h] == H_NUMBER or m.role[h] == H_SPACE) and same & (1u << h):
             continue
         m.start[kept] = m.start[h]
         m.end[kept] = m.end[h]
@@ -176,7 +211,7 @@ cdef inline void memo_settle(Memo* m, unsigned same) noexcept:
     m.n_holes = kept
 
 cdef inline void record_base(const Record* r, Py_ssize_t* base) noexcept:
-    """What the event just read counted per role outside its holes (content parts)."""
+    """What the event just read counted per choice role outside its holes (content parts)."""
     cdef int i
     memset(base, 0, N_ROLES * sizeof(Py_ssize_t))
     for i in range(r.n_choices):
@@ -184,7 +219,7 @@ cdef inline void record_base(const Record* r, Py_ssize_t* base) noexcept:
         base[H_REASONING] += r.choices[i].reasoning
         base[H_REFUSAL] += r.choices[i].refusal
     for i in range(r.n_holes):
-        if r.hole_end[i] > r.hole_start[i]:
+        if r.hole_end[i] > r.hole_start[i] and H_TEXT <= r.hole_role[i] <= H_REFUSAL:
             base[r.hole_role[i]] -= 1
 
 # ---------------------------------------------------------------------------- templates
@@ -354,8 +389,10 @@ cdef inline Pos template_match(const Template* t, Record* rec, Pos event, Pos en
         if end - q <= seg or not fastsse_equal(q, bytes + tpos, seg):
             return NULL
         q += seg
-        if t.role[h] == H_NUMBER:
+        if t.role[h] == H_NUMBER or t.role[h] == H_SEQ:  # (chat reads no sequence number)
             close = skip_number(q, end)
+        elif t.role[h] == H_SPACE:
+            close = skip_blanks(q, end)
         else:
             close = skip_string(rec, q, end, 0)
         if close == NULL:

@@ -26,8 +26,9 @@ from libc.string cimport memcmp, memset
 from ._cbytes cimport CAP, Pos, Str, buf_append, fastsse_plain_run, str_append
 from ._json cimport (MAX_INT, _full_capture, _hex, _is_ws, _node_action, _node_element,
                      _short_capture, _unescape, tree_child)
-from ._record cimport (A_REASONING, A_REFUSAL, A_TEXT, A_TOOL_ARGS, H_ARGS, H_FREE, H_NUMBER,
-                       H_TEXT, V_FALSE, V_NULL, V_NUMBER, V_STRING, V_TRUE, MAX_HOLES, Record,
+from ._record cimport (A_DELTA, A_DELTA_TEXT, A_DELTA_THINKING, A_REASONING, A_REFUSAL, A_SEQ,
+                       A_TEXT, A_TOOL_ARGS, H_ARGS, H_DELTA, H_DELTA_TEXT, H_DELTA_THINKING, H_FREE,
+                       H_NUMBER, H_SEQ, H_SPACE, H_TEXT, V_FALSE, V_NULL, V_NUMBER, V_STRING, V_TRUE, MAX_HOLES, Record,
                        record_begin, record_end, record_scalar)
 
 cdef extern from *:
@@ -64,6 +65,12 @@ cdef inline void note_hole(Cursor* c, Pos s, Pos q, int action) noexcept:
         role = action - A_TEXT + H_TEXT if r.in_choice else H_FREE
     elif action == A_TOOL_ARGS:
         role = H_ARGS if r.in_tool else H_FREE
+    elif action == A_DELTA_TEXT:
+        role = H_DELTA_TEXT
+    elif action == A_DELTA_THINKING:
+        role = H_DELTA_THINKING
+    elif action == A_DELTA:
+        role = H_DELTA
     elif action:
         r.opaque |= not _template_may_keep[action]
         return
@@ -85,6 +92,13 @@ cdef inline void add_hole(Cursor* c, Pos s, Pos q, int role) noexcept:
 cdef inline Pos skip_ws(Pos p, Pos end) noexcept:
     # compact JSON, the usual case, costs one load and one test
     while _is_ws[p[0]] and p < end:
+        p += 1
+    return p
+
+cdef inline Pos skip_blanks(Pos p, Pos end) noexcept:
+    """Spaces and tabs: what an H_SPACE hole may hold when an event is replayed (never a line
+    end, which would frame the event differently)."""
+    while p < end and (p[0] == b' ' or p[0] == b'\t'):
         p += 1
     return p
 
@@ -255,6 +269,8 @@ cdef inline Pos fast_number(Cursor* c, Pos q, int action) noexcept:
     if not action:
         add_hole(c, start, q, H_NUMBER)  # any other number would record the same
         return q
+    if action == A_SEQ:
+        add_hole(c, start, q, H_SEQ)  # replayed only when it is the one expected
     while start < q and is_digit(start[0]):  # a plain integer is digits only
         if value < MAX_INT:
             value = value * 10 + start[0] - 48
@@ -338,7 +354,10 @@ cdef inline Pos fast_object(Cursor* c, Pos p, int node) except? NULL:
                 p = fast_value(c, p, child)
             if p == NULL:
                 return NULL
-            p = skip_ws(p, end)
+            key = skip_ws(p, end)  # (key: a free variable)
+            if key > p:  # padding, as Anthropic's before its closing brace
+                add_hole(c, p, key, H_SPACE)
+            p = key
             if p >= end:
                 return NULL
             if p[0] == b',':

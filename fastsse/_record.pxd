@@ -100,7 +100,18 @@ cdef enum:  # HoleRole: what a replayed event's string value counts (A_TEXT.. in
     H_REFUSAL = 3
     H_ARGS = 4  # a tool call's arguments: fed to the call's JSON check
     H_NUMBER = 5  # a number no rule reads: any valid JSON number
-    N_ROLES = 6
+    # A delta outside any choice (A_DELTA_TEXT, A_DELTA_THINKING: Anthropic's and Converse's
+    # block deltas, Ollama's lines): whether it is empty is all the rules read, when they read it
+    H_DELTA_TEXT = 6
+    H_DELTA_THINKING = 7
+    # Spaces and tabs after a value (Anthropic pads its JSON before the closing brace): any run
+    # of them, none included, reads the same
+    H_SPACE = 8
+    # Responses' "delta" (A_DELTA): counted as the event's kind says (text, refusal, reasoning)
+    H_DELTA = 9
+    # Responses' sequence_number (A_SEQ): a plain integer, which must be the one expected
+    H_SEQ = 10
+    N_ROLES = 11
 
 # The record's own tables, filled from _protocols at import (record_tables_init).
 cdef extern from *:

@@ -212,6 +212,45 @@ cdef bytes _r_incomplete = d.RESPONSES_STATUS_INCOMPLETE.encode()
 
 # ============================================================================ the caches
 
+cdef inline bint _deltas_only(const Record* r) noexcept:
+    """Are the event's holes all values no rule reads, but at most one text delta and one
+    thinking delta (whose emptiness the rules count once per event, not once per value)?"""
+    cdef int i, text = 0, thinking = 0, delta = 0, seq = 0
+    for i in range(r.n_holes):
+        if r.hole_role[i] == H_DELTA_TEXT:
+            text += 1
+        elif r.hole_role[i] == H_DELTA_THINKING:
+            thinking += 1
+        elif r.hole_role[i] == H_DELTA:
+            delta += 1
+        elif r.hole_role[i] == H_SEQ:
+            seq += 1
+        elif r.hole_role[i] != H_FREE and r.hole_role[i] != H_NUMBER and r.hole_role[i] != H_SPACE:
+            return False
+    return text <= 1 and thinking <= 1 and delta <= 1 and seq <= 1
+
+
+cdef inline void _count_as(int* roles, int detected, int kind) noexcept:
+    """The hole roles a kept event of this protocol and kind counts as text, reasoning and
+    refusal (-1: none), as its rules count it."""
+    roles[0] = roles[1] = roles[2] = -1
+    if detected == D_CHAT:
+        roles[0], roles[1], roles[2] = H_TEXT, H_REASONING, H_REFUSAL
+    elif detected == D_RESPONSES:
+        if kind == K_TEXT_DELTA:
+            roles[0] = H_DELTA
+        elif kind == K_REASONING_DELTA:
+            roles[1] = H_DELTA
+        elif kind == K_REFUSAL_DELTA:
+            roles[2] = H_DELTA
+    else:  # anthropic, converse, ollama: their text and thinking deltas
+        roles[0], roles[1] = H_DELTA_TEXT, H_DELTA_THINKING
+
+
+cdef inline Py_ssize_t _counted(const Py_ssize_t* counts, int role) noexcept:
+    return counts[role] if role >= 0 else 0
+
+
 cdef inline Py_ssize_t _trim(Pos line, Py_ssize_t* n) noexcept:
     """An NDJSON line line[:n] without the spaces, tabs and CRs around its JSON: where it starts,
     and n moved back to where it ends."""
@@ -371,6 +410,7 @@ cdef class Scanner:
     cdef Memo memo
     cdef bint args_captured  # the arguments memo_match read last are in rec.captured
     cdef bint memo_event  # the event just read may be kept
+    cdef int kind  # the event just interpreted: its K_* kind (anthropic, converse), else -1
     cdef bint template_event  # the event just read may become a template
     cdef TemplateTable* templates  # self.caches.templates
     cdef int template_prev  # the template this stream matched or made last; -1: none yet
@@ -544,9 +584,14 @@ cdef class Scanner:
 
     cdef int _scan_ndjson(self, Pos p, Py_ssize_t n) except -1:
         """Newline-delimited JSON: each line one event's data (blank lines are nothing)."""
-        cdef Py_ssize_t pos = 0, end
+        cdef Py_ssize_t pos = 0, end, value_off
         cdef const unsigned char* hit
         while pos < n:
+            if self.fr.line.len == 0:
+                # between lines: the caches may count whole lines that repeat known ones
+                pos = self._repeats(p, pos, n)
+                if pos == n:
+                    break
             hit = <const unsigned char*>memchr(p + pos, LF, n - pos)
             if hit == NULL:
                 break
@@ -561,7 +606,11 @@ cdef class Scanner:
             else:
                 if end > pos and self._too_long(end - pos, p[pos]):
                     return 0
-                self._ndjson_line(p + pos, end - pos)  # p[end], its LF, is readable
+                self.memo_event = self.template_event = False
+                value_off = self._ndjson_line(p + pos, end - pos)  # p[end], its LF, is readable
+                self.template_event = False  # templates are of chat's SSE events
+                if self.memo_event and self.limit is None:
+                    self._keep_event(p + pos, 1, end - pos, value_off)
             if self.limit is not None:
                 return 0
             pos = end + 1
@@ -572,12 +621,13 @@ cdef class Scanner:
             buf_append(&self.fr.line, <const char*>p + pos, n - pos)
         return 0
 
-    cdef int _ndjson_line(self, Pos line, Py_ssize_t n) except -1:
-        """One line, line[:n] (line[n] readable): an event, unless it is blank."""
+    cdef Py_ssize_t _ndjson_line(self, Pos line, Py_ssize_t n) except -1:
+        """One line, line[:n] (line[n] readable): an event, unless it is blank.  Returns where
+        its JSON starts."""
         cdef Py_ssize_t start = _trim(line, &n)
         if n > start:
             self._handle_event(<Pos>"message", 7, line + start, n - start)
-        return 0
+        return start
 
     cdef bint _ndjson_whole(self, Pos line, Py_ssize_t n) except -1:
         """The stream's last line, line[:n] without its newline (line[n] readable): read as an
@@ -651,9 +701,15 @@ cdef class Scanner:
         cdef Span* fault
         cdef Pos payload = f + PRELUDE_BYTES + headers_len
         cdef Py_ssize_t payload_len = total - headers_len - MIN_FRAME_BYTES
+        cdef int read
         self.events += 1
-        if (crc32(f, total - CRC_BYTES) != be32(f + total - CRC_BYTES)
-                or read_headers(f + PRELUDE_BYTES, headers_len, h) < 0):
+        if crc32(f, total - CRC_BYTES) != be32(f + total - CRC_BYTES):
+            self.malformed += 1
+            return 0
+        if self.memo.event.len and self.memo.headers == headers_len and self._replay_frame(
+                f + PRELUDE_BYTES, total - MIN_FRAME_BYTES):
+            return 0
+        if read_headers(f + PRELUDE_BYTES, headers_len, h) < 0:
             self.malformed += 1
             return 0
         if _span_is(&h[H_MESSAGE_TYPE], b"exception", 9):
@@ -680,14 +736,41 @@ cdef class Scanner:
                 self._chunk(payload, payload_len)
             return 0
         # payload[payload_len], the frame's CRC, is readable
-        if not _read_json(self, payload, payload_len):
+        read = _read_json(self, payload, payload_len)
+        if not read:
             self.malformed += 1
             return 0
         if h[H_EVENT_TYPE].p == NULL:
             self._interpret(<Pos>"", 0)
         else:
             self._interpret(h[H_EVENT_TYPE].p, h[H_EVENT_TYPE].n)
+        if (read == 1 and self.limit is None and total - MIN_FRAME_BYTES <= MEMO_MAX_BYTES
+                and self._replayable()):
+            # kept without its prelude and CRCs, which change with the payload's length
+            self._keep(f + PRELUDE_BYTES, 0, total - MIN_FRAME_BYTES, headers_len)
+            self.memo.headers = headers_len
         return 0
+
+    cdef bint _replay_frame(self, Pos event, Py_ssize_t n) except -1:
+        """Count the frame whose headers and payload are event[:n] (its CRCs checked) if it
+        repeats the kept one; False if it does not."""
+        cdef Py_ssize_t counts[N_ROLES]
+        cdef unsigned same
+        cdef Pos args
+        cdef Py_ssize_t args_width
+        cdef int64_t seq
+        if self.memo.tool or self.memo.seq:
+            return False  # (no such frame is kept: Converse's rules read neither)
+        if memo_match(&self.memo, &self.rec, event, event + n, counts, &same, &args,
+                      &args_width, &self.args_captured, &seq) != event + n:
+            return False
+        self._add_content(_counted(counts, self.memo.count_as[0]),
+                          _counted(counts, self.memo.count_as[1]),
+                          _counted(counts, self.memo.count_as[2]))
+        self.replayed += 1
+        if self.memo.fresh:
+            memo_settle(&self.memo, same)
+        return True
 
     cdef int _chunk(self, Pos payload, Py_ssize_t n) except -1:
         """A Bedrock InvokeModel chunk: the model's own event, base64 in its "bytes"."""
@@ -711,8 +794,8 @@ cdef class Scanner:
 
     cdef int _scan_sse(self, Pos p, Py_ssize_t n) except -1:
         """Server-Sent Events: the lines of the chunk p[:n], and the events they end."""
-        cdef Py_ssize_t pos = 0, end, length, blank, value_off
-        cdef bint first
+        cdef Py_ssize_t pos = 0, end, length, blank, value_off, lead
+        cdef Py_ssize_t start = -1  # where the event being built began, if in this chunk
         cdef LineSearch search
         search_init(&search)
         if self.fr.pending_cr:
@@ -723,6 +806,7 @@ cdef class Scanner:
             if framing_idle(&self.fr):
                 # between events: the caches may count whole events that repeat known ones
                 pos = self._repeats(p, pos, n)
+                start = pos
             end = line_end(&search, p, pos, n)
             if end < 0:
                 break
@@ -745,11 +829,12 @@ cdef class Scanner:
                     # may be kept for the caches.  (Written out here, not in a method: the
                     # call costs about 1% of reading a Responses stream.)
                     value_off = data_value_offset(p + pos, length)
-                    first = self.fr.event_type.len == 0 and self.fr.event_bytes == 0
+                    lead = self._event_lead(p, start, pos)
                     self.memo_event = self.template_event = False
                     self._dispatch_data(p + pos + value_off, length - value_off)
-                    if first and (self.memo_event or self.template_event) and self.limit is None:
-                        self._keep_event(p + pos, event_tail(p, n, end, blank), length, value_off)
+                    if lead >= 0 and (self.memo_event or self.template_event) and self.limit is None:
+                        self._keep_event(p + pos - lead, event_tail(p, n, end, blank),
+                                         lead + length, lead + value_off)
                     end = blank
                 else:
                     self._process_line(p + pos, length)
@@ -763,11 +848,26 @@ cdef class Scanner:
             buf_append(&self.fr.line, <const char*>p + pos, n - pos)
         return 0
 
+    cdef inline Py_ssize_t _event_lead(self, Pos p, Py_ssize_t start, Py_ssize_t pos) noexcept:
+        """The "data:" line at p[pos] is the last of its event: how many bytes of the event
+        come before it in p, if they are one "event:" line begun at p[start] (Anthropic's and
+        Responses' events) or none; else -1 (the caches keep such events only)."""
+        cdef Py_ssize_t eol
+        if self.fr.event_type.len == 0 and self.fr.event_bytes == 0:
+            return 0
+        if start < 0 or pos - start < 8 or memcmp(p + start, b"event:", 6) != 0:
+            return -1
+        # one line, its CR, LF or CRLF, and nothing else: every other line would add bytes or
+        # a line end that event_bytes does not count
+        eol = 2 if p[pos - 1] == LF and p[pos - 2] == CR else 1
+        return pos - start if self.fr.event_bytes == pos - start - eol else -1
+
     cdef int _keep_event(self, Pos event, Py_ssize_t tail, Py_ssize_t length,
                          Py_ssize_t value_off) except -1:
-        """The one-line event just read in place, event[:length] and its line end and blank
-        line (tail bytes, 0 for an ending the caches do not take), is kept to replay the events
-        that repeat it, or becomes a template, as _handle_event found it may."""
+        """The event just read in place, event[:length] and its line end and blank line (tail
+        bytes, 0 for an ending the caches do not take), its data at value_off, is kept to
+        replay the events that repeat it, or becomes a template, as _handle_event found it
+        may."""
         cdef Py_ssize_t size = length + tail
         if tail == 0 or size > MEMO_MAX_BYTES:
             return 0
@@ -919,8 +1019,8 @@ cdef class Scanner:
         while True:
             if self.memo.event.len:
                 pos = self._replay(p, pos, n)
-            if self.detected != D_CHAT or pos >= n:
-                return pos
+            if self.detected != D_CHAT or self.framing != FR_SSE or pos >= n:
+                return pos  # templates are of chat's SSE events
             start = pos
             pos = self._from_template(p, pos, n)
             if pos == start:
@@ -931,8 +1031,22 @@ cdef class Scanner:
         """Would the event just interpreted, seen again, change nothing but its counters?"""
         cdef Record* r = &self.rec
         cdef int i
-        if (self.detected != D_CHAT or self.limit is not None or r.error or r.too_many
-                or r.n_tools > 1 or r.out_of_memory or r.reasoning_tokens or r.items or r.n_args):
+        if (self.limit is not None or r.error or r.too_many or r.n_tools > 1 or r.out_of_memory
+                or r.reasoning_tokens or r.items or r.n_args):
+            return False
+        if self.detected == D_ANTHROPIC or self.detected == D_BEDROCK_CONVERSE:
+            # a block's text or thinking delta (not a tool's input, which is state)
+            return self.kind == K_BLOCK_DELTA and r.delta_json_len < 0 and _deltas_only(r)
+        if self.detected == D_OLLAMA:
+            # a line that is not the last: its text and thinking, no whole tool call
+            return (r.done != 1 and r.calls == 0 and r.n_choices == 0 and r.n_tools == 0
+                    and _deltas_only(r))
+        if self.detected == D_RESPONSES:
+            # a text, refusal or reasoning delta (not a call's arguments, which are state)
+            return ((self.kind == K_TEXT_DELTA or self.kind == K_REFUSAL_DELTA
+                     or self.kind == K_REASONING_DELTA) and r.n_choices == 0 and r.n_tools == 0
+                    and _deltas_only(r))
+        if self.detected != D_CHAT:
             return False
         # One tool call fragment without an id continues the call it names: seen again, it
         # adds its arguments to that call.  With an id it may start a call.
@@ -956,6 +1070,10 @@ cdef class Scanner:
         cdef Py_ssize_t base[N_ROLES]
         cdef int i, args
         self.memo.tool = r.n_tools == 1
+        _count_as(self.memo.count_as, self.detected, self.kind)
+        self.memo.seq = False
+        for i in range(r.n_holes):
+            self.memo.seq |= r.hole_role[i] == H_SEQ and self.detected == D_RESPONSES
         args = 0
         for i in range(r.n_holes):
             args += r.hole_role[i] == H_ARGS
@@ -983,6 +1101,7 @@ cdef class Scanner:
         cdef Py_ssize_t bound = min(self.max_line_bytes, self.max_event_bytes)  # on the line
         cdef Py_ssize_t counts[N_ROLES]
         cdef unsigned same  # the holes that held the kept value again
+        cdef int64_t seq = -1
         cdef ToolCall* call = NULL
         if self.memo.tool:
             call = self._find_call(self.memo.tool_choice, self.memo.tool_index)
@@ -991,14 +1110,21 @@ cdef class Scanner:
         while True:
             fastsse_prefetch(p + pos + PREFETCH_AHEAD, self.memo.event.len)
             q = memo_match(&self.memo, &self.rec, p + pos, end, counts, &same, &args,
-                           &args_width, &self.args_captured)
+                           &args_width, &self.args_captured, &seq)
             if q == NULL:
                 return pos
             if q - p - pos - self.memo.tail > bound:
                 return pos  # too long: the line's own reading reports the limit
-            # what _handle_event and _choices would do with the event
+            if self.memo.seq:
+                # a number that does not follow is a gap: the event's own reading reports it
+                if self.last_seq >= 0 and seq != self.last_seq + 1:
+                    return pos
+                self.last_seq = seq
+            # what _handle_event and the rules (_choices, _anthropic, ...) would do with it
             self.events += 1
-            self._add_content(counts[H_TEXT], counts[H_REASONING], counts[H_REFUSAL])
+            self._add_content(_counted(counts, self.memo.count_as[0]),
+                              _counted(counts, self.memo.count_as[1]),
+                              _counted(counts, self.memo.count_as[2]))
             if args_width:
                 self._feed_args(call, args, args_width)
             self.replayed += 1
@@ -1070,7 +1196,8 @@ cdef class Scanner:
             self.templated += 1
             templates_paid(tt, True)
             if t.keep and size <= MEMO_MAX_BYTES:
-                self.memo.tool = False
+                self.memo.tool = self.memo.seq = False
+                _count_as(self.memo.count_as, D_CHAT, -1)
                 memo_set(&self.memo, p + pos, size, t.tail, t.n_holes, starts, ends, t.role,
                          t.base)
             template_follow(tt, &self.template_prev, slot)
@@ -1086,6 +1213,7 @@ cdef class Scanner:
         cdef Py_ssize_t name_len
         if r.out_of_memory:
             raise MemoryError()
+        self.kind = -1
         if r.too_many:
             self._exceed("choices" if r.too_many == 1 else "tool_calls")
             return 0
@@ -1104,13 +1232,16 @@ cdef class Scanner:
         if self.detected == D_CHAT or self.detected == D_GEMINI:
             self._choices()
         elif self.detected == D_RESPONSES:
-            self._responses(strtable_get(&_responses_kinds, name, name_len))
+            self.kind = strtable_get(&_responses_kinds, name, name_len)
+            self._responses(self.kind)
         elif self.detected == D_ANTHROPIC:
-            self._anthropic(strtable_get(&_anthropic_kinds, name, name_len))
+            self.kind = strtable_get(&_anthropic_kinds, name, name_len)
+            self._anthropic(self.kind)
         elif self.detected == D_OLLAMA:
             self._ollama()
         elif self.detected == D_BEDROCK_CONVERSE:
-            self._converse(strtable_get(&_converse_kinds, name, name_len))
+            self.kind = strtable_get(&_converse_kinds, name, name_len)
+            self._converse(self.kind)
         return 0
 
     cdef inline void _note_model(self, const Str* model) noexcept:

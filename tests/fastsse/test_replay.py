@@ -283,12 +283,6 @@ def test_interleaved_and_restarted_tool_calls():
     assert verdict.tool_calls == 3 and verdict.category == "tool_call_malformed" and replayed > 0
 
 
-def test_other_protocols_are_not_replayed():
-    delta = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}\n\n'
-    _, replayed = agree(delta * 5)
-    assert replayed == 0
-
-
 # Hole values, broken ones included, and the events around them.
 hole_value = st.one_of(
     st.sampled_from(

@@ -1,0 +1,399 @@
+"""Replaying beyond chat: Anthropic's and Responses' events (an "event:" line before the data),
+Ollama's lines and Converse's frames.  The compiled twin counts an event that repeats the one
+kept but for its holes (the delta's text, padding, a sequence number that follows the last)
+without reading it; the Python twin reads every event, and both must agree under any chunking.
+The cases aim at what could make a replay wrong: a delta the rules count as state (a tool's
+input, a call's arguments), a sequence number that does not follow, padding that is not spaces,
+lines between the "event:" line and the data, a frame whose CRC is wrong."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loadtests import eventstream as es
+
+from .feeding import agree as twins_agree
+
+try:
+    from fastsse import _scanner as _scanner_c
+except ImportError:
+    _scanner_c = None
+
+pytestmark = pytest.mark.skipif(_scanner_c is None, reason="compiled twin not built")
+
+
+def agree(data: bytes, protocol: str = "auto", **limits):
+    """Both twins agree under every chunking; the verdict, and how many events the compiled twin
+    replayed when fed the stream whole."""
+    verdict = twins_agree(data, protocol, **limits)
+    scanner = _scanner_c.Scanner(protocol, **limits)
+    scanner.feed(data)
+    scanner.close()
+    return verdict, scanner.replayed
+
+
+# ---------------------------------------------------------------------------------- anthropic
+
+
+def a_event(name: bytes, data: bytes, end: bytes = b"\n") -> bytes:
+    return b"event: " + name + end + b"data: " + data + end + end
+
+
+def a_delta(
+    text: bytes = b"hi",
+    kind: bytes = b"text_delta",
+    key: bytes = b"text",
+    pad: bytes = b"",
+    index: int = 0,
+    end: bytes = b"\n",
+) -> bytes:
+    """A content_block_delta written byte by byte, so that its text and padding can be anything."""
+    data = b'{"type":"content_block_delta","index":%d,"delta":{"type":"%s","%s":"%s"}%s}' % (
+        index,
+        kind,
+        key,
+        text,
+        pad,
+    )
+    return a_event(b"content_block_delta", data, end)
+
+
+def a_stream(*deltas: bytes, stop: bytes = b"end_turn", blocks: tuple = (b"text",)) -> bytes:
+    head = a_event(
+        b"message_start",
+        b'{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[],"stop_reason":null,"usage":{"input_tokens":3,"output_tokens":1}}}',
+    )
+    for i, block in enumerate(blocks):
+        body = {"type": "content_block_start", "index": i, "content_block": {"type": block.decode()}}
+        if block == b"tool_use":
+            body["content_block"].update(id="toolu_1", name="f", input={})
+        head += a_event(b"content_block_start", json.dumps(body, separators=(",", ":")).encode())
+    tail = b"".join(
+        a_event(b"content_block_stop", b'{"type":"content_block_stop","index":%d}' % i) for i in range(len(blocks))
+    )
+    tail += a_event(
+        b"message_delta",
+        b'{"type":"message_delta","delta":{"stop_reason":"%s","stop_sequence":null},"usage":{"output_tokens":9}}'
+        % stop,
+    )
+    tail += a_event(b"message_stop", b'{"type":"message_stop"}')
+    return head + b"".join(deltas) + tail
+
+
+def test_anthropic_text_deltas_are_replayed_padding_and_all():
+    deltas = [a_delta(b"word %d" % i, pad=b" " * (i % 7)) for i in range(20)]
+    verdict, replayed = agree(a_stream(*deltas))
+    assert verdict.category == "complete" and verdict.text_events == 20
+    assert replayed >= 18
+
+
+def test_anthropic_empty_text_and_thinking_deltas_count_as_read():
+    deltas = [a_delta(b"" if i % 3 == 0 else b"t") for i in range(12)]
+    deltas += [a_delta(b"" if i % 2 else b"th", kind=b"thinking_delta", key=b"thinking") for i in range(8)]
+    verdict, replayed = agree(a_stream(*deltas, blocks=(b"text", b"thinking")))
+    assert (verdict.text_events, verdict.reasoning_events) == (8, 1 + 4)  # the block, its deltas
+    assert replayed >= 16
+
+
+def test_anthropic_tool_input_deltas_are_read_not_replayed():
+    """Each piece of a tool's input goes to its JSON check: [1, 2 then ]] is not one value."""
+    pieces = [b'{\\"a\\": [1, ', b"2", b"]]"]
+    deltas = [a_delta(p, kind=b"input_json_delta", key=b"partial_json") for p in pieces]
+    verdict, replayed = agree(a_stream(*deltas, stop=b"tool_use", blocks=(b"tool_use",)))
+    assert verdict.category == "tool_call_malformed" and replayed == 0
+
+
+@pytest.mark.parametrize(
+    "between",
+    [b":keep-alive\n", b"id: 7\n", b"retry: 10\n", b"event: content_block_delta\n"],
+)
+def test_lines_between_the_event_line_and_the_data(between):
+    """A repeat must be the kept event's bytes and nothing else: with another line in between it
+    is read (a second "event:" line replaces the first; an "id:" line is part of the event)."""
+    kept = a_delta(b"a")
+    other = kept.replace(b"\ndata:", b"\n" + between + b"data:", 1)
+    verdict, _ = agree(a_stream(kept, other, kept, other, a_delta(b"b")))
+    assert verdict.category == "complete" and verdict.text_events == 5
+
+
+@pytest.mark.parametrize("pad", [b"\t\t", b" \t ", b"\r", b" \r ", b"  x"])
+def test_padding_that_is_not_plain_spaces(pad):
+    """Tabs are padding; a CR ends the line (the event is broken) and a letter is not JSON."""
+    kept = a_delta(b"a", pad=b"  ")
+    agree(a_stream(kept, a_delta(b"b", pad=pad), kept, a_delta(b"c", pad=pad)))
+
+
+@pytest.mark.parametrize("end", [b"\r\n", b"\r"])
+def test_anthropic_line_ends(end):
+    deltas = [a_delta(b"w%d" % i, pad=b" " * (i % 3), end=end) for i in range(8)]
+    verdict, _ = agree(a_stream(*deltas).replace(b"\n", end) if end == b"\r\n" else a_stream(*deltas))
+    assert verdict.text_events == 8
+
+
+def test_anthropic_error_event_among_repeats():
+    error = a_event(b"error", b'{"type":"error","error":{"type":"overloaded_error","message":"x"}}')
+    deltas = [a_delta(b"w")] * 5 + [error] + [a_delta(b"w")] * 5
+    verdict, _ = agree(a_stream(*deltas))
+    assert verdict.category == "upstream_error"
+
+
+# ---------------------------------------------------------------------------------- responses
+
+
+def r_delta(
+    seq, text: bytes = b"hi", kind: bytes = b"response.output_text.delta", obfuscation: bytes = b"xyz"
+) -> bytes:
+    data = (
+        b'{"type":"%s","content_index":0,"item_id":"msg_1","output_index":0,"delta":"%s",'
+        b'"logprobs":[],"obfuscation":"%s","sequence_number":%s}' % (kind, text, obfuscation, str(seq).encode())
+    )
+    return a_event(kind, data)
+
+
+def r_stream(*deltas: bytes, first_seq: int = 0, last_seq: int | None = None) -> bytes:
+    def ev(kind, body, seq):
+        body = {"type": kind, **body, "sequence_number": seq}
+        return a_event(kind.encode(), json.dumps(body, separators=(",", ":")).encode())
+
+    response = {"id": "resp_1", "object": "response", "status": "in_progress", "model": "gpt-x", "output": []}
+    head = ev("response.created", {"response": response}, first_seq)
+    head += ev(
+        "response.output_item.added",
+        {"output_index": 0, "item": {"id": "msg_1", "type": "message", "role": "assistant", "content": []}},
+        first_seq + 1,
+    )
+    last = first_seq + 2 + len(deltas) if last_seq is None else last_seq
+    done = {**response, "status": "completed"}
+    tail = ev(
+        "response.output_item.done",
+        {
+            "output_index": 0,
+            "item": {"id": "msg_1", "type": "message", "content": [{"type": "output_text", "text": "x"}]},
+        },
+        last,
+    )
+    tail += ev("response.completed", {"response": done}, last + 1)
+    return head + b"".join(deltas) + tail
+
+
+def test_responses_deltas_are_replayed_while_their_numbers_follow():
+    deltas = [r_delta(2 + i, b"w%d" % i, obfuscation=b"o" * (i % 9)) for i in range(20)]
+    verdict, replayed = agree(r_stream(*deltas))
+    assert verdict.category == "complete" and verdict.text_events == 20
+    assert replayed >= 18
+
+
+@pytest.mark.parametrize("numbers", [[2, 3, 5, 6], [2, 3, 3, 4], [2, 3, 2, 3], [2, 3, 4, 4]])
+def test_responses_a_number_that_does_not_follow_is_a_gap(numbers):
+    deltas = [r_delta(n, b"w") for n in numbers]
+    verdict, _ = agree(r_stream(*deltas, last_seq=numbers[-1] + 1))
+    assert verdict.category == "sequence_gap"
+
+
+@pytest.mark.parametrize("number", [b"03", b"3.0", b"-3", b"3e0", b"1234567890123456789", b'"3"'])
+def test_responses_numbers_that_are_not_plain(number):
+    """Not a plain integer: read (a leading zero is not JSON; the others are not the number
+    expected), never replayed as if they followed."""
+    deltas = [r_delta(2, b"a"), r_delta(3, b"b"), r_delta(number.decode(), b"c"), r_delta(5, b"d")]
+    agree(r_stream(*deltas, last_seq=6))
+
+
+def test_responses_refusal_and_reasoning_deltas_count_as_theirs():
+    deltas = [r_delta(2 + i, b"n", kind=b"response.refusal.delta") for i in range(4)]
+    deltas += [r_delta(6 + i, b"" if i % 2 else b"r", kind=b"response.reasoning_summary_text.delta") for i in range(6)]
+    verdict, _ = agree(r_stream(*deltas))
+    assert (verdict.text_events, verdict.refusal_events, verdict.reasoning_events) == (0, 4, 3)
+
+
+def test_responses_argument_deltas_are_read_not_replayed():
+    added = a_event(
+        b"response.output_item.added",
+        b'{"type":"response.output_item.added","output_index":1,"item":{"id":"fc_1","type":"function_call","name":"f","arguments":""},"sequence_number":2}',
+    )
+    pieces = [b'{\\"a\\": ', b"1", b"}}"]
+    deltas = [
+        a_event(
+            b"response.function_call_arguments.delta",
+            b'{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"%s","sequence_number":%d}'
+            % (p, 3 + i),
+        )
+        for i, p in enumerate(pieces)
+    ]
+    verdict, replayed = agree(r_stream(added, *deltas))
+    assert verdict.category == "tool_call_malformed" and replayed == 0
+
+
+# ---------------------------------------------------------------------------------- ollama
+
+
+def o_line(
+    text: bytes = b"hi", stamp: int = 0, key: bytes = b"content", end: bytes = b"\n", done: bytes = b"false"
+) -> bytes:
+    return (
+        b'{"model":"qwen3:8b","created_at":"2025-12-01T12:00:00.%09dZ","message":{"role":"assistant","%s":"%s"},"done":%s}'
+        % (stamp, key, text, done)
+    ) + end
+
+
+def o_done(reason: bytes = b"stop") -> bytes:
+    return (
+        b'{"model":"qwen3:8b","created_at":"2025-12-01T12:00:09Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"%s","eval_count":9}\n'
+        % reason
+    )
+
+
+def test_ollama_lines_are_replayed():
+    lines = [o_line(b"w%d" % i, i) for i in range(20)] + [o_line(b"", 99)]
+    verdict, replayed = agree(b"".join(lines) + o_done(), "ollama")
+    assert verdict.category == "complete" and verdict.text_events == 20
+    assert replayed >= 19
+
+
+@pytest.mark.parametrize("reason", [b"stop", b"length"])
+def test_ollama_a_last_line_that_repeats_the_shape_but_is_done(reason):
+    """done: true is outside the holes: the last line is read, its reason judged."""
+    lines = [o_line(b"w", i) for i in range(6)] + [
+        o_line(b"", 7, done=b"true").replace(b"}\n", b',"done_reason":"%s"}\n' % reason)
+    ]
+    verdict, _ = agree(b"".join(lines), "ollama")
+    assert verdict.finish_reason_raw == reason.decode()
+
+
+@pytest.mark.parametrize("end", [b"\r\n", b" \n", b"\n\n", b"\n \n"])
+def test_ollama_line_ends_and_blank_lines(end):
+    lines = [o_line(b"w%d" % i, i, end=end) for i in range(8)]
+    verdict, _ = agree(b"".join(lines) + o_done(), "ollama")
+    assert verdict.text_events == 8
+
+
+def test_ollama_thinking_then_text():
+    lines = [o_line(b"t", i, key=b"thinking") for i in range(5)] + [o_line(b"w", 5 + i) for i in range(5)]
+    verdict, _ = agree(b"".join(lines) + o_done(), "ollama")
+    assert (verdict.reasoning_events, verdict.text_events) == (5, 5)
+
+
+def test_ollama_last_line_without_its_newline():
+    lines = [o_line(b"w", i) for i in range(6)]
+    verdict, _ = agree(b"".join(lines) + o_done().rstrip(b"\n"), "ollama")
+    assert verdict.category == "complete"
+
+
+# ---------------------------------------------------------------------------------- converse
+
+
+def c_delta(text: str, pad: int = 0, index: int = 0) -> bytes:
+    return es.event("contentBlockDelta", {"contentBlockIndex": index, "delta": {"text": text}}, pad=pad)
+
+
+def c_stream(*deltas: bytes, stop: str = "end_turn") -> bytes:
+    return (
+        es.event("messageStart", {"role": "assistant"})
+        + b"".join(deltas)
+        + es.event("contentBlockStop", {"contentBlockIndex": 0})
+        + es.event("messageStop", {"stopReason": stop})
+        + es.event(
+            "metadata", {"usage": {"inputTokens": 1, "outputTokens": 2, "totalTokens": 3}, "metrics": {"latencyMs": 9}}
+        )
+    )
+
+
+def test_converse_frames_are_replayed():
+    deltas = [c_delta(f"word {i}", pad=1 + i % 20) for i in range(20)]
+    verdict, replayed = agree(c_stream(*deltas), "bedrock-converse")
+    assert verdict.category == "complete" and verdict.text_events == 20
+    assert replayed >= 18
+
+
+def test_converse_a_corrupt_frame_among_repeats_is_malformed():
+    deltas = [c_delta("w", pad=3) for _ in range(6)]
+    broken = bytearray(c_delta("x", pad=3))
+    broken[-6] ^= 0x01  # in the payload: the message CRC no longer matches
+    verdict, _ = agree(c_stream(*deltas[:3], bytes(broken), *deltas[3:]), "bedrock-converse")
+    assert verdict.category == "malformed_event" and verdict.malformed_events == 1
+
+
+def test_converse_a_repeat_of_another_kind():
+    """The same payload under another :event-type is another event."""
+    deltas = [c_delta("w", pad=3) for _ in range(4)]
+    other = es.event("contentBlockStart", {"contentBlockIndex": 0, "delta": {"text": "w"}}, pad=3)
+    verdict, _ = agree(c_stream(*deltas, other, *deltas), "bedrock-converse")
+    assert verdict.text_events == 8
+
+
+# ---------------------------------------------------------------------------------- near repeats
+
+hole_text = st.one_of(
+    st.sampled_from([b"", b"a", b"\\n", b"\\u00e9", b'\\"', b"\\x", b"\\u12", b'"', b"\n", b"\r", b"\t", b"\\"]),
+    st.binary(max_size=12),
+)
+padding = st.one_of(st.sampled_from([b"", b" ", b"   ", b"\t", b" \r", b"\n", b"x"]), st.binary(max_size=4))
+
+
+@st.composite
+def anthropic_near_repeats(draw):
+    events = []
+    for _ in range(draw(st.integers(1, 14))):
+        kind = draw(
+            st.sampled_from(
+                [(b"text_delta", b"text")] * 4
+                + [(b"thinking_delta", b"thinking"), (b"input_json_delta", b"partial_json")]
+            )
+        )
+        events.append(a_delta(draw(hole_text), *kind, pad=draw(padding), index=draw(st.sampled_from([0, 0, 0, 1]))))
+    return a_stream(*events, blocks=(b"text", b"tool_use"))
+
+
+@st.composite
+def responses_near_repeats(draw):
+    events, seq = [], 2
+    for _ in range(draw(st.integers(1, 14))):
+        seq += draw(st.sampled_from([1, 1, 1, 1, 0, 2]))
+        kind = draw(
+            st.sampled_from(
+                [b"response.output_text.delta"] * 4
+                + [b"response.refusal.delta", b"response.function_call_arguments.delta"]
+            )
+        )
+        events.append(r_delta(seq, draw(hole_text), kind, draw(hole_text)))
+    return r_stream(*events, last_seq=seq + 1)
+
+
+@st.composite
+def ollama_near_repeats(draw):
+    lines = []
+    for _ in range(draw(st.integers(1, 14))):
+        key = draw(st.sampled_from([b"content", b"content", b"thinking", b"role"]))
+        done = draw(st.sampled_from([b"false"] * 5 + [b"true", b"0"]))
+        lines.append(
+            o_line(
+                draw(hole_text),
+                draw(st.integers(0, 10**9 - 1)),
+                key,
+                draw(st.sampled_from([b"\n", b"\r\n", b" \n"])),
+                done,
+            )
+        )
+    return b"".join(lines) + draw(st.sampled_from([o_done(), b""]))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(anthropic_near_repeats())
+def test_twins_agree_on_anthropic_near_repeats(data):
+    agree(data)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(responses_near_repeats())
+def test_twins_agree_on_responses_near_repeats(data):
+    agree(data)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ollama_near_repeats())
+def test_twins_agree_on_ollama_near_repeats(data):
+    agree(data, "ollama")
+    agree(data)
