@@ -20,7 +20,7 @@ else:
                 # the layers it cimports (fastsse/*.pxd) compile into it; Cython tracks them
                 depends=["fastsse/_simd.h", "fastsse/_eventstream.h"],
                 include_dirs=["fastsse"],
-                extra_compile_args=["-O3"],
+                extra_compile_args=["-O3", "--param=max-inline-insns-single=1000"],
             )
         ],
         compiler_directives={

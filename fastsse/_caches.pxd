@@ -67,6 +67,7 @@ from ._record cimport (A_TOOL_ARGS, H_ARGS, H_FREE, H_NUMBER, H_REASONING, H_REF
 
 cdef enum:
     MEMO_MAX_BYTES = 4096  # the longest event kept to be replayed or made a template
+    SPARE_MEMOS = 3  # the events kept before the current one, tried when it does not match
     TEMPLATES = 64
     TEMPLATE_CHOICES = 4  # the most choices a template's effect registers
     TEMPLATE_BACKOFF = 16
@@ -94,6 +95,7 @@ ctypedef struct Memo:  # the event a stream keeps to replay the ones that repeat
     # chat event, its deltas' (H_DELTA_*, H_DELTA) in the others
     int count_as[3]
     bint seq  # its sequence number is a hole (H_SEQ), which must follow the stream's last
+    bint reopens  # a Gemini chunk with candidates and no finish: the stream is not over after it
     Py_ssize_t headers  # a kept frame's: the length of its headers, which come first in event
     bint tool  # it carries one tool call fragment, without an id
     int64_t tool_choice, tool_index  # which call the fragment continues

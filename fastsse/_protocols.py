@@ -92,6 +92,9 @@ A_CALL = 51  # Ollama: one whole tool call (its arguments a JSON object, never f
 A_START_TOOL = 52  # Bedrock Converse contentBlockStart: a toolUse block starts (CONVERSE_BLOCKS)
 A_START_RESULT = 53  # ... a toolResult block (a server tool's result)
 A_START_IMAGE = 54  # ... an image block
+# Bedrock InvokeModel: amazon-bedrock-invocationMetrics, which Bedrock adds to the last chunk of
+# every model's stream (BEDROCK_INVOKE_END)
+A_INVOCATION_METRICS = 55
 
 # Actions whose string value is captured whole (unescaped) for a JSON validator; every other
 # captured string keeps at most CAPTURE_BYTES bytes: they are enum values, never payload.
@@ -238,6 +241,20 @@ JSON_PATHS = (
     ("stopReason", A_STOP_REASON),
     # bedrock-invoke (InvokeModelWithResponseStream): a chunk carries the model's own event
     ("bytes", A_CHUNK_BYTES),
+    # ... which for the model families that are neither Anthropic's nor OpenAI-compatible is the
+    # family's own (BEDROCK_INVOKE_FAMILIES): their text, and the field that says why they ended
+    ("amazon-bedrock-invocationMetrics", A_INVOCATION_METRICS),
+    ("generation", A_DELTA_TEXT),  # Meta Llama
+    ("stop_reason", A_STOP_REASON),
+    ("outputText", A_DELTA_TEXT),  # Amazon Titan Text
+    ("completionReason", A_STOP_REASON),
+    ("outputs[].text", A_DELTA_TEXT),  # Mistral's text models
+    ("outputs[].stop_reason", A_STOP_REASON),
+    ("text", A_DELTA_TEXT),  # Cohere Command
+    ("finish_reason", A_STOP_REASON),
+    ("contentBlockDelta.delta.text", A_DELTA_TEXT),  # Amazon Nova (messages-v1)
+    ("contentBlockDelta.delta.reasoningContent.text", A_DELTA_THINKING),
+    ("messageStop.stopReason", A_STOP_REASON),
     # ollama (/api/chat and /api/generate): one JSON object per line, the last with done: true
     ("done", A_DONE),
     ("done_reason", A_STOP_REASON),
@@ -883,8 +900,122 @@ assert all(
     for raw, meaning in FINISH_REASONS[protocol].items()
 )
 # Bedrock's InvokeModel carries the model's own stream: its finish reasons are the model's
-# protocol's (Anthropic's stop_reason, or chat's finish_reason for OpenAI-compatible models).
-FINISH_REASONS["bedrock-invoke"] = FINISH_REASONS["chat"]
+# protocol's (Anthropic's stop_reason, or chat's finish_reason for OpenAI-compatible models), or
+# for the other families their own (BEDROCK_INVOKE_FAMILIES).
+_BEDROCK_DOCS = "docs.aws.amazon.com/bedrock/latest/userguide/"
+_OT = "open-telemetry/opentelemetry-python-contrib at 466ae4c0, botocore instrumentation's recorded streams"
+_TL = "traceloop/openllmetry at 93429cfb, bedrock instrumentation's recorded streams"
+_PK = "Portkey-AI/gateway at 669825cb, `src/providers/bedrock/`"
+# Each family: how its events look (what fastsse reads: the text, and the field that says why it
+# ended), and the values of that field with what they mean and where that is written.  Its end
+# is the chunk that carries amazon-bedrock-invocationMetrics, which Bedrock adds to the last
+# chunk of every model's stream (recorded for Titan and Nova: OT, TL).
+BEDROCK_INVOKE_FAMILIES = {
+    "Meta Llama": {
+        "example": {"generation": "Hi", "prompt_token_count": None, "generation_token_count": 1, "stop_reason": None},
+        "end": "stop_reason",
+        "values": {
+            "stop": (
+                "the model finished, or a stop string matched",
+                _BEDROCK_DOCS + "model-parameters-meta.html; " + _PK,
+            ),
+            "length": ("max_gen_len ran out", _BEDROCK_DOCS + "model-parameters-meta.html; " + _PK),
+        },
+    },
+    "Amazon Titan Text": {
+        "example": {"outputText": "Hi", "index": 0},
+        "end": "completionReason",
+        "values": {
+            "FINISH": ("the model finished (the value sent)", _TL + "; " + _OT),
+            "FINISHED": (
+                "the model finished (as the documentation spells it)",
+                _BEDROCK_DOCS + "model-parameters-titan-text.html",
+            ),
+            "STOP_CRITERIA_MET": (
+                "a stop sequence matched",
+                _BEDROCK_DOCS + "model-parameters-titan-text.html; " + _PK,
+            ),
+            "LENGTH": ("maxTokenCount ran out", _OT),
+            "CONTENT_FILTERED": (
+                "a content filter stopped the answer",
+                _BEDROCK_DOCS + "model-parameters-titan-text.html; " + _PK,
+            ),
+            "RAG_QUERY_WHEN_RAG_DISABLED": (
+                "a retrieval query while retrieval is disabled",
+                _BEDROCK_DOCS + "model-parameters-titan-text.html; " + _PK,
+            ),
+        },
+    },
+    "Mistral (text completion)": {
+        "example": {"outputs": [{"text": "Hi", "stop_reason": None}]},
+        "end": "outputs[].stop_reason",
+        "values": {
+            "stop": (
+                "the model finished, or a stop string matched",
+                _BEDROCK_DOCS + "model-parameters-mistral-text-completion.html; " + _PK,
+            ),
+            "length": ("max_tokens ran out", _BEDROCK_DOCS + "model-parameters-mistral-text-completion.html; " + _PK),
+        },
+    },
+    "Cohere Command": {
+        "example": {"text": "Hi", "is_finished": False},
+        "end": "finish_reason",
+        "values": {
+            "COMPLETE": (
+                "the model finished (a tool call too: its calls are in response.tool_calls)",
+                _BEDROCK_DOCS + "model-parameters-cohere-command.html; " + _PK,
+            ),
+            "STOP_SEQUENCE": ("a stop sequence matched", "Cohere's chat API reference"),
+            "MAX_TOKENS": ("max_tokens ran out", _BEDROCK_DOCS + "model-parameters-cohere-command.html"),
+            "ERROR_LIMIT": (
+                "the model's context limit was reached",
+                _BEDROCK_DOCS + "model-parameters-cohere-command-r-plus.html",
+            ),
+            "ERROR_TOXIC": ("the output was judged toxic", _BEDROCK_DOCS + "model-parameters-cohere-command.html"),
+            "ERROR": ("the generation failed", _BEDROCK_DOCS + "model-parameters-cohere-command.html"),
+            "USER_CANCEL": (
+                "the generation was cancelled",
+                _BEDROCK_DOCS + "model-parameters-cohere-command-r-plus.html",
+            ),
+            "TIMEOUT": ("the generation timed out", "Cohere's chat API reference"),
+        },
+    },
+    "Amazon Nova": {
+        "example": {"contentBlockDelta": {"delta": {"text": "Hi"}, "contentBlockIndex": 0}},
+        "end": "messageStop.stopReason",
+        "values": {
+            "end_turn": ("the model finished its turn", _OT + "; " + _TL),
+            "stop_sequence": ("a stop sequence matched", "as Converse's `StopReason`"),
+            "max_tokens": ("maxTokens ran out", _OT),
+            "tool_use": ("the model called a tool and waits for its result", _OT),
+            "content_filtered": ("a content filter stopped the answer", "as Converse's `StopReason`"),
+            "guardrail_intervened": ("a guardrail stopped the answer", "as Converse's `StopReason`"),
+        },
+    },
+}
+BEDROCK_INVOKE_END = "amazon-bedrock-invocationMetrics"
+_FAMILY_FINISH = {
+    "FINISH": ("stop", O_OK),
+    "FINISHED": ("stop", O_OK),
+    "STOP_CRITERIA_MET": ("stop", O_OK),
+    "LENGTH": ("length", O_LENGTH),
+    "CONTENT_FILTERED": ("content_filter", O_FILTER),
+    "RAG_QUERY_WHEN_RAG_DISABLED": ("error", O_ABNORMAL),
+    "COMPLETE": ("stop", O_OK),
+    "STOP_SEQUENCE": ("stop", O_OK),
+    "MAX_TOKENS": ("length", O_LENGTH),
+    "ERROR_LIMIT": ("length", O_LENGTH),
+    "ERROR_TOXIC": ("content_filter", O_FILTER),
+    "ERROR": ("error", O_ABNORMAL),
+    "USER_CANCEL": ("error", O_ABNORMAL),
+    "TIMEOUT": ("error", O_ABNORMAL),
+    "content_filtered": ("content_filter", O_FILTER),
+    "guardrail_intervened": ("content_filter", O_FILTER),
+}
+FINISH_REASONS["bedrock-invoke"] = {**FINISH_REASONS["chat"], **_FAMILY_FINISH}
+# no value means one thing in chat and another in a family
+assert all(FINISH_REASONS["chat"].get(raw, meaning) == meaning for raw, meaning in _FAMILY_FINISH.items())
+assert all(raw in FINISH_REASONS["bedrock-invoke"] for f in BEDROCK_INVOKE_FAMILIES.values() for raw in f["values"])
 # A choice's native_finish_reason (OpenRouter) is the upstream's own, more precise word: when
 # the chat table knows it and it means something worse than finish_reason, it is the choice's
 # finish reason.  An unknown native value is left alone: OpenRouter's own finish_reason, a

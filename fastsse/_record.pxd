@@ -73,6 +73,7 @@ cdef enum Action:
     A_START_TOOL = 52
     A_START_RESULT = 53
     A_START_IMAGE = 54
+    A_INVOCATION_METRICS = 55
 
 cdef enum:  # what an item or block is (_protocols.OUT_*), and what whole items held (ITEM_*)
     OUT_NONE = 0
@@ -155,6 +156,7 @@ ctypedef struct Tool:
 ctypedef struct Part:
     Str type
     bint text, thought, tool, output
+    int hole  # its text's hole (json_whole's), whose role its end decides; -1: none
 
 ctypedef struct Slice:  # of Record.captured
     Py_ssize_t off, len
@@ -194,6 +196,7 @@ ctypedef struct Record:
     Py_ssize_t chunk_off, chunk_len  # a Bedrock chunk's "bytes" (base64), in captured; -1: not sent
     int done  # Ollama's "done": -1 not sent, 0 false, 1 true
     int calls  # whole tool calls (Ollama)
+    bint metrics  # a Bedrock InvokeModel chunk's amazon-bedrock-invocationMetrics: its last
 
 cdef inline void worse_finish(Choice* choice) noexcept:
     """The choice's finish reason, given OpenRouter's native one (_record_py.worse_finish)."""
@@ -255,6 +258,7 @@ cdef inline void record_reset(Record* r) noexcept:
     r.chunk_off = 0
     r.done = -1
     r.calls = 0
+    r.metrics = False
 
 cdef inline void record_begin(Record* r, int action, bint is_object) noexcept:
     if action == A_ERROR:
@@ -267,6 +271,8 @@ cdef inline void record_begin(Record* r, int action, bint is_object) noexcept:
         return
     elif action == A_CALL:
         r.calls += 1
+    elif action == A_INVOCATION_METRICS:
+        r.metrics = True
     elif action == A_START_TOOL:  # _protocols.CONVERSE_START_ACTIONS
         r.block_type.len = 0
         str_append(&r.block_type, "toolUse", 7)
@@ -293,6 +299,7 @@ cdef inline void record_begin(Record* r, int action, bint is_object) noexcept:
             r.in_part = True
             r.part.type.len = -1
             r.part.text = r.part.thought = r.part.tool = r.part.output = False
+            r.part.hole = -1
     elif action == A_TOOL or action == A_FUNCTION_CALL:
         if r.in_choice:
             r.in_tool = True
@@ -303,6 +310,7 @@ cdef inline void record_begin(Record* r, int action, bint is_object) noexcept:
             r.tool.args_off = 0
 
 cdef inline void record_end(Record* r, int action, bint is_object) noexcept:
+    cdef bint reasoning
     if not is_object:
         return
     if action == A_ITEM:
@@ -322,7 +330,8 @@ cdef inline void record_end(Record* r, int action, bint is_object) noexcept:
         r.in_choice = False
     elif action == A_PART:
         if r.in_part and r.in_choice:
-            if r.part.thought or strtable_get_str(&_reasoning_parts, &r.part.type) >= 0:
+            reasoning = r.part.thought or strtable_get_str(&_reasoning_parts, &r.part.type) >= 0
+            if reasoning:
                 r.choice.reasoning += 1
             elif r.part.tool:
                 r.choice.tool += 1
@@ -330,6 +339,11 @@ cdef inline void record_end(Record* r, int action, bint is_object) noexcept:
                 r.choice.text += 1
             elif r.part.output:
                 r.choice.output += 1
+            # its text's hole counts as text in a text part; in a reasoning part, which counts
+            # once whatever its text, it is free (a part with a call or output, whose choice
+            # is never replayed, may leave it either way)
+            if 0 <= r.part.hole < r.n_holes and not (reasoning or r.part.tool):
+                r.hole_role[r.part.hole] = H_TEXT
         r.in_part = False
     elif action == A_TOOL or action == A_FUNCTION_CALL:
         if r.in_tool and r.in_choice:

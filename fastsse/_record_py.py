@@ -104,7 +104,7 @@ class EventRecord:
         "block_reason", "incomplete_reason", "status", "delta", "delta_text",
         "delta_thinking", "delta_json", "stop_reason", "stop_detail", "block_index",
         "block_type", "item_type", "args", "delta_bytes", "output_index", "reasoning_tokens",
-        "in_item", "item_text", "item_refusal", "items", "chunk", "done", "calls",
+        "in_item", "item_text", "item_refusal", "items", "chunk", "done", "calls", "metrics",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -143,6 +143,7 @@ class EventRecord:
         self.chunk: bytes | None = None  # a Bedrock chunk's "bytes": the model's event, base64
         self.done: bool | None = None  # Ollama's "done", when the line has one
         self.calls = 0  # whole tool calls (Ollama)
+        self.metrics = False  # a Bedrock InvokeModel chunk's amazon-bedrock-invocationMetrics: its last
 
     # The automaton calls these three as it meets fields that JSON_TREE names.
     def begin(self, action: int, is_object: bool) -> None:
@@ -156,6 +157,8 @@ class EventRecord:
             return
         elif action == d.A_CALL:
             self.calls += 1
+        elif action == d.A_INVOCATION_METRICS:
+            self.metrics = True
         elif action in _CONVERSE_STARTS:
             self.block_type = _CONVERSE_STARTS[action]
         elif action == d.A_ITEM:

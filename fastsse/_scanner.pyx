@@ -32,7 +32,7 @@ from libc.string cimport memchr, memcmp
 from ._cbytes cimport (CAP, MAX_CHOICES, MAX_DEPTH, MAX_TOOL_CALLS, Pos, Str, StrTable,
                        array_reserve, buf_append, buf_free, buf_reserve, fastsse_prefetch, str_append,
                        str_bytes, str_eq, strtable_fill, strtable_get, strtable_get_str)
-from ._caches cimport (JUDGED, MEMO_FINISHES, MEMO_MAX_BYTES, TEMPLATE_CHOICES, TEMPLATES, Judged,
+from ._caches cimport (JUDGED, MEMO_FINISHES, MEMO_MAX_BYTES, SPARE_MEMOS, TEMPLATE_CHOICES, TEMPLATES, Judged,
                        Memo, Template, TemplateTable, judged_same, memo_match, memo_set,
                        memo_settle, record_base, template_follow, template_links, template_make,
                        template_match, templates_clear, templates_paid, templates_skipped)
@@ -108,6 +108,7 @@ cdef enum Framing_:  # how the stream is framed (_scanner_py's FR_*)
     FR_EVENTSTREAM = 3
     FR_NDJSON = 4
     FR_LOST = 5  # after a corrupt frame: nothing more can be read
+    FR_JSON_FIRST = 6  # auto, and "{" first: NDJSON or SSE, by whether the first line is JSON
 
 # ============================================================================ checks at import
 
@@ -133,6 +134,7 @@ cdef dict _C_CONSTANTS = {
     "A_ITEM_TEXT": A_ITEM_TEXT, "A_ITEM_REFUSAL": A_ITEM_REFUSAL, "A_OUTPUT_INDEX": A_OUTPUT_INDEX,
     "A_AUDIO_END": A_AUDIO_END, "A_CHUNK_BYTES": A_CHUNK_BYTES, "A_DONE": A_DONE, "A_CALL": A_CALL,
     "A_START_TOOL": A_START_TOOL, "A_START_RESULT": A_START_RESULT, "A_START_IMAGE": A_START_IMAGE,
+    "A_INVOCATION_METRICS": A_INVOCATION_METRICS,
     "OUT_NONE": OUT_NONE, "OUT_TEXT": OUT_TEXT, "OUT_REASONING": OUT_REASONING,
     "OUT_TOOL": OUT_TOOL, "OUT_OTHER": OUT_OTHER, "ITEM_TEXT": ITEM_TEXT,
     "ITEM_REFUSAL": ITEM_REFUSAL, "ITEM_REASONING": ITEM_REASONING, "ITEM_TOOL": ITEM_TOOL,
@@ -234,7 +236,7 @@ cdef inline void _count_as(int* roles, int detected, int kind) noexcept:
     """The hole roles a kept event of this protocol and kind counts as text, reasoning and
     refusal (-1: none), as its rules count it."""
     roles[0] = roles[1] = roles[2] = -1
-    if detected == D_CHAT:
+    if detected == D_CHAT or detected == D_GEMINI:
         roles[0], roles[1], roles[2] = H_TEXT, H_REASONING, H_REFUSAL
     elif detected == D_RESPONSES:
         if kind == K_TEXT_DELTA:
@@ -391,6 +393,7 @@ cdef class Scanner:
     cdef Buf frame
     cdef Py_ssize_t frame_total
     cdef Buf inner
+    cdef Buf first  # FR_JSON_FIRST: the first line, held until the framing is decided
     cdef Str error_code, model, blocked
     # framing (_framing.pxd)
     cdef Framing fr
@@ -408,6 +411,7 @@ cdef class Scanner:
     cdef int64_t last_seq
     # caches (_caches.pxd): the kept event, and the templates of self.caches
     cdef Memo memo
+    cdef Memo spare[SPARE_MEMOS]  # the events kept before it, the latest first
     cdef bint args_captured  # the arguments memo_match read last are in rec.captured
     cdef bint memo_event  # the event just read may be kept
     cdef int kind  # the event just interpreted: its K_* kind (anthropic, converse), else -1
@@ -452,8 +456,9 @@ cdef class Scanner:
         buf_free(&self.fr.event_type)
         buf_free(&self.frame)
         buf_free(&self.inner)
+        buf_free(&self.first)
         buf_free(&self.rec.captured)
-        buf_free(&self.memo.event)
+        self._free_memos()
         PyMem_Free(self.nodes)
         PyMem_Free(self.rec.choices)
         PyMem_Free(self.rec.tools)
@@ -569,9 +574,11 @@ cdef class Scanner:
             elif p[0] == 0x00:  # _protocols.EVENTSTREAM_FIRST_BYTE
                 self.framing = FR_EVENTSTREAM
             elif p[0] == b'{':  # _protocols.NDJSON_FIRST_BYTE
-                self.framing = FR_NDJSON
+                self.framing = FR_JSON_FIRST
             else:
                 self.framing = FR_SSE
+        if self.framing == FR_JSON_FIRST:
+            return self._hold_first_line(p, n)
         if self.framing == FR_SSE:
             return self._scan_sse(p, n)
         if self.framing == FR_ARRAY:
@@ -581,6 +588,42 @@ cdef class Scanner:
         if self.framing == FR_NDJSON:
             return self._scan_ndjson(p, n)
         return 0  # FR_LOST: nothing after a corrupt frame can be read
+
+    cdef int _hold_first_line(self, Pos p, Py_ssize_t n) except -1:
+        """auto, and the stream starts with "{": NDJSON (Ollama) if its first line is whole
+        JSON, else SSE, where a bare JSON object may span lines (a pretty-printed error body).
+        The first line is held until its newline, or past max_line_bytes (then SSE, which
+        reports the limit)."""
+        cdef const unsigned char* hit = <const unsigned char*>memchr(p, LF, n)
+        cdef Py_ssize_t take = hit - p + 1 if hit != NULL else n
+        if take > self.max_line_bytes + 1 - self.first.len:
+            take = self.max_line_bytes + 1 - self.first.len
+            hit = NULL
+        buf_append(&self.first, <const char*>p, take)
+        if hit != NULL:
+            self._decide_framing(self.first.len - 1)
+        elif self.first.len > self.max_line_bytes:
+            self._decide_framing(-1)
+        else:
+            return 0
+        if take < n and self.limit is None:
+            self._scan(p + take, n - take)
+        return 0
+
+    cdef int _decide_framing(self, Py_ssize_t line_len) except -1:
+        """The held first line's first line_len bytes are the line (-1: not JSON, whatever
+        they are): the framing is decided, and what was held is read by it."""
+        cdef bytes held = PyBytes_FromStringAndSize(self.first.p, self.first.len)
+        cdef Py_ssize_t start, end = line_len
+        self.framing = FR_SSE
+        if line_len >= 0:
+            start = _trim(<Pos>PyBytes_AS_STRING(held), &end)
+            # (a bytes object's end is readable: json_whole)
+            if end > start and _read_json(self, <Pos>PyBytes_AS_STRING(held) + start, end - start):
+                self.framing = FR_NDJSON
+        buf_free(&self.first)
+        self._scan(<Pos>PyBytes_AS_STRING(held), PyBytes_GET_SIZE(held))
+        return 0
 
     cdef int _scan_ndjson(self, Pos p, Py_ssize_t n) except -1:
         """Newline-delimited JSON: each line one event's data (blank lines are nothing)."""
@@ -706,8 +749,8 @@ cdef class Scanner:
         if crc32(f, total - CRC_BYTES) != be32(f + total - CRC_BYTES):
             self.malformed += 1
             return 0
-        if self.memo.event.len and self.memo.headers == headers_len and self._replay_frame(
-                f + PRELUDE_BYTES, total - MIN_FRAME_BYTES):
+        if self.memo.event.len and self._replay_frame(f + PRELUDE_BYTES, total - MIN_FRAME_BYTES,
+                                                      headers_len):
             return 0
         if read_headers(f + PRELUDE_BYTES, headers_len, h) < 0:
             self.malformed += 1
@@ -747,11 +790,10 @@ cdef class Scanner:
         if (read == 1 and self.limit is None and total - MIN_FRAME_BYTES <= MEMO_MAX_BYTES
                 and self._replayable()):
             # kept without its prelude and CRCs, which change with the payload's length
-            self._keep(f + PRELUDE_BYTES, 0, total - MIN_FRAME_BYTES, headers_len)
-            self.memo.headers = headers_len
+            self._keep(f + PRELUDE_BYTES, 0, total - MIN_FRAME_BYTES, headers_len, headers_len)
         return 0
 
-    cdef bint _replay_frame(self, Pos event, Py_ssize_t n) except -1:
+    cdef bint _replay_frame(self, Pos event, Py_ssize_t n, Py_ssize_t headers) except -1:
         """Count the frame whose headers and payload are event[:n] (its CRCs checked) if it
         repeats the kept one; False if it does not."""
         cdef Py_ssize_t counts[N_ROLES]
@@ -759,10 +801,17 @@ cdef class Scanner:
         cdef Pos args
         cdef Py_ssize_t args_width
         cdef int64_t seq
+        cdef Pos q
         if self.memo.tool or self.memo.seq:
             return False  # (no such frame is kept: Converse's rules read neither)
-        if memo_match(&self.memo, &self.rec, event, event + n, counts, &same, &args,
-                      &args_width, &self.args_captured, &seq) != event + n:
+        q = NULL
+        if self.memo.headers == headers:
+            q = self._memo_match(&self.memo, event, event + n, counts, &same, &args, &args_width,
+                                 &seq)
+        if q == NULL:
+            q = self._match_spare(event, event + n, headers, counts, &same, &args, &args_width,
+                                  &seq)
+        if q != event + n:
             return False
         self._add_content(_counted(counts, self.memo.count_as[0]),
                           _counted(counts, self.memo.count_as[1]),
@@ -790,6 +839,9 @@ cdef class Scanner:
             self.malformed += 1
             return 0
         self._interpret(<Pos>"", 0)
+        if self.rec.metrics and self.detected != D_ANTHROPIC:
+            # Bedrock's last chunk (_protocols.BEDROCK_INVOKE_END): Anthropic's own end says more
+            self.end_marker = True
         return 0
 
     cdef int _scan_sse(self, Pos p, Py_ssize_t n) except -1:
@@ -872,7 +924,7 @@ cdef class Scanner:
         if tail == 0 or size > MEMO_MAX_BYTES:
             return 0
         if self.memo_event:
-            self._keep(event, tail, size, value_off)
+            self._keep(event, tail, size, value_off, -1)
         if self.template_event and not templates_skipped(self.templates):
             template_make(self.templates, &self.template_prev, &self.rec, event, tail, size,
                           value_off, self.memo_event)
@@ -910,9 +962,10 @@ cdef class Scanner:
         buf_free(&self.fr.line)
         buf_free(&self.fr.data)
         buf_free(&self.rec.captured)
-        buf_free(&self.memo.event)
+        self._free_memos()
         buf_free(&self.frame)
         buf_free(&self.inner)
+        buf_free(&self.first)
         self.frame_total = 0
         self.fr.bare_active = False
         self._free_protocol_state()
@@ -1046,7 +1099,7 @@ cdef class Scanner:
             return ((self.kind == K_TEXT_DELTA or self.kind == K_REFUSAL_DELTA
                      or self.kind == K_REASONING_DELTA) and r.n_choices == 0 and r.n_tools == 0
                     and _deltas_only(r))
-        if self.detected != D_CHAT:
+        if self.detected != D_CHAT and not (self.detected == D_GEMINI and r.block_reason.len < 0):
             return False
         # One tool call fragment without an id continues the call it names: seen again, it
         # adds its arguments to that call.  With an id it may start a call.
@@ -1060,25 +1113,28 @@ cdef class Scanner:
                 return False
         return True
 
-    cdef int _keep(self, Pos event, Py_ssize_t tail, Py_ssize_t size,
-                   Py_ssize_t value_off) except -1:
-        """Keep the one-line event just read in place, event[:size] (its line end and blank
-        line the last tail bytes, its data at value_off), to replay the events that repeat it."""
+    cdef int _keep(self, Pos event, Py_ssize_t tail, Py_ssize_t size, Py_ssize_t value_off,
+                   Py_ssize_t headers) except -1:
+        """Keep the event just read in place, event[:size] (its line end and blank line the
+        last tail bytes, its data at value_off; a frame's headers the first headers bytes, -1
+        for a line), to replay the events that repeat it."""
         cdef Record* r = &self.rec
         cdef Py_ssize_t starts[MAX_HOLES]
         cdef Py_ssize_t ends[MAX_HOLES]
         cdef Py_ssize_t base[N_ROLES]
-        cdef int i, args
+        cdef int i, args = 0
+        for i in range(r.n_holes):
+            args += r.hole_role[i] == H_ARGS
+        if args > (r.n_tools == 1):
+            return 0  # arguments sent twice in one fragment: read such events
+        self._spare_memo()
         self.memo.tool = r.n_tools == 1
         _count_as(self.memo.count_as, self.detected, self.kind)
         self.memo.seq = False
+        self.memo.reopens = self.detected == D_GEMINI and r.n_choices > 0
+        self.memo.headers = headers
         for i in range(r.n_holes):
             self.memo.seq |= r.hole_role[i] == H_SEQ and self.detected == D_RESPONSES
-        args = 0
-        for i in range(r.n_holes):
-            args += r.hole_role[i] == H_ARGS
-        if args > self.memo.tool:
-            return 0  # arguments sent twice in one fragment: read such events
         if self.memo.tool:
             for i in range(r.n_choices):
                 if r.choices[i].tool_count:
@@ -1090,6 +1146,52 @@ cdef class Scanner:
             starts[i] = value_off + r.hole_start[i]
             ends[i] = value_off + r.hole_end[i]
         return memo_set(&self.memo, event, size, tail, r.n_holes, starts, ends, r.hole_role, base)
+
+    cdef void _free_memos(self) noexcept:
+        cdef int i
+        buf_free(&self.memo.event)
+        for i in range(SPARE_MEMOS):
+            buf_free(&self.spare[i].event)
+
+    cdef void _spare_memo(self) noexcept:
+        """An event is about to be kept: the current one becomes the latest spare, and the
+        oldest spare's buffer is the current one's to reuse."""
+        cdef Memo oldest
+        cdef int i
+        if self.memo.event.len == 0:
+            return
+        oldest = self.spare[SPARE_MEMOS - 1]
+        for i in range(SPARE_MEMOS - 1, 0, -1):
+            self.spare[i] = self.spare[i - 1]
+        self.spare[0] = self.memo
+        self.memo = oldest
+
+    cdef Pos _memo_match(self, Memo* m, Pos q, Pos end, Py_ssize_t* counts, unsigned* same,
+                         Pos* args, Py_ssize_t* args_width, int64_t* seq) except? NULL:
+        """memo_match, called here by all but the hot loop of _replay (which inlines it)."""
+        return memo_match(m, &self.rec, q, end, counts, same, args, args_width,
+                          &self.args_captured, seq)
+
+    cdef Pos _match_spare(self, Pos q, Pos end, Py_ssize_t headers, Py_ssize_t* counts,
+                          unsigned* same, Pos* args, Py_ssize_t* args_width,
+                          int64_t* seq) except? NULL:
+        """The current event did not match: memo_match with the spares (a frame's with the
+        same headers length; no tool call's fragment, whose call the caller found for the
+        current one).  A spare that matches becomes the current one."""
+        cdef Pos close
+        cdef Memo swap
+        cdef int i
+        for i in range(SPARE_MEMOS):
+            if (self.spare[i].event.len == 0 or self.spare[i].tool
+                    or (headers >= 0 and self.spare[i].headers != headers)):
+                continue
+            close = self._memo_match(&self.spare[i], q, end, counts, same, args, args_width, seq)
+            if close != NULL:
+                swap = self.memo
+                self.memo = self.spare[i]
+                self.spare[i] = swap
+                return close
+        return NULL
 
     cdef Py_ssize_t _replay(self, Pos p, Py_ssize_t pos, Py_ssize_t n) except -1:
         """Count every event from p[pos] on that repeats the kept one; return where the first
@@ -1112,7 +1214,9 @@ cdef class Scanner:
             q = memo_match(&self.memo, &self.rec, p + pos, end, counts, &same, &args,
                            &args_width, &self.args_captured, &seq)
             if q == NULL:
-                return pos
+                q = self._match_spare(p + pos, end, -1, counts, &same, &args, &args_width, &seq)
+                if q == NULL:
+                    return pos
             if q - p - pos - self.memo.tail > bound:
                 return pos  # too long: the line's own reading reports the limit
             if self.memo.seq:
@@ -1122,6 +1226,8 @@ cdef class Scanner:
                 self.last_seq = seq
             # what _handle_event and the rules (_choices, _anthropic, ...) would do with it
             self.events += 1
+            if self.memo.reopens:
+                self.end_marker = False  # (_choices: a Gemini chunk must close its candidates)
             self._add_content(_counted(counts, self.memo.count_as[0]),
                               _counted(counts, self.memo.count_as[1]),
                               _counted(counts, self.memo.count_as[2]))
@@ -1196,7 +1302,9 @@ cdef class Scanner:
             self.templated += 1
             templates_paid(tt, True)
             if t.keep and size <= MEMO_MAX_BYTES:
-                self.memo.tool = self.memo.seq = False
+                self._spare_memo()
+                self.memo.tool = self.memo.seq = self.memo.reopens = False
+                self.memo.headers = -1
                 _count_as(self.memo.count_as, D_CHAT, -1)
                 memo_set(&self.memo, p + pos, size, t.tail, t.n_holes, starts, ends, t.role,
                          t.base)
@@ -1242,6 +1350,17 @@ cdef class Scanner:
         elif self.detected == D_BEDROCK_CONVERSE:
             self.kind = strtable_get(&_converse_kinds, name, name_len)
             self._converse(self.kind)
+        elif self.outer == D_BEDROCK_INVOKE:
+            self._invoke_family()
+        return 0
+
+    cdef int _invoke_family(self) except -1:
+        """bedrock-invoke, a model family with its own events (_protocols.BEDROCK_INVOKE_FAMILIES):
+        its text, and the field that says why it ended."""
+        cdef Record* r = &self.rec
+        self._add_content(r.delta_text, r.delta_thinking, 0)
+        if r.stop_reason.len >= 0:
+            self._finish(0, &r.stop_reason)
         return 0
 
     cdef inline void _note_model(self, const Str* model) noexcept:
@@ -1646,6 +1765,8 @@ cdef class Scanner:
         if self.fr.at_start and self.fr.head_len and self.limit is None:
             self.fr.at_start = False
             self._scan(self.fr.head, self.fr.head_len)
+        if self.limit is None and self.framing == FR_JSON_FIRST:
+            self._decide_framing(self.first.len)  # the whole stream is its first line
         if self.limit is None and self.framing == FR_NDJSON and self.fr.line.len:
             # the last line, without its newline: an event if it is whole JSON
             buf_append(&self.fr.line, "\n", 1)  # readable past the end (json_whole)

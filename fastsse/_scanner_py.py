@@ -98,7 +98,8 @@ _ES_EVENT = d.EVENTSTREAM_EVENT.encode()
 _ES_FAULTS = {d.EVENTSTREAM_EXCEPTION.encode(): H_EXCEPTION_TYPE, d.EVENTSTREAM_ERROR.encode(): H_ERROR_CODE}
 # The framings, as the scanner holds them: not decided yet, SSE, one JSON array (Gemini),
 # an AWS event stream, NDJSON.
-FR_UNDECIDED, FR_SSE, FR_ARRAY, FR_EVENTSTREAM, FR_NDJSON, FR_LOST = range(6)  # lost: unreadable
+# lost: unreadable; json_first: auto, and "{" first (NDJSON or SSE, by whether the first line is JSON)
+FR_UNDECIDED, FR_SSE, FR_ARRAY, FR_EVENTSTREAM, FR_NDJSON, FR_LOST, FR_JSON_FIRST = range(7)
 _JSON_SPACE = b" \t\r"
 _FRAMING_CODES = {d.FRAMING_SSE: FR_UNDECIDED, d.FRAMING_EVENTSTREAM: FR_EVENTSTREAM, d.FRAMING_NDJSON: FR_NDJSON}
 
@@ -176,6 +177,7 @@ class Scanner:
         self._es = EventStreamFraming()
         self._depth = 0  # inside an element: its open objects and arrays
         self._in_string = self._escape = False
+        self._first = bytearray()  # FR_JSON_FIRST: the first line, held until the framing is decided
 
     # ------------------------------------------------------------------ framing
     def feed(self, data: bytes | bytearray | memoryview) -> None:
@@ -208,11 +210,13 @@ class Scanner:
             elif first == d.EVENTSTREAM_FIRST_BYTE:
                 framing = FR_EVENTSTREAM
             elif first == d.NDJSON_FIRST_BYTE:
-                framing = FR_NDJSON
+                framing = FR_JSON_FIRST
             else:
                 framing = FR_SSE
             self._framing = framing
-        if framing == FR_SSE:
+        if framing == FR_JSON_FIRST:
+            self._hold_first_line(data)
+        elif framing == FR_SSE:
             self._scan_sse(data)
         elif framing == FR_ARRAY:
             self._scan_array(data)
@@ -299,6 +303,33 @@ class Scanner:
                 self._handle_event(b"message", element)
                 if self._ev.limit is not None:
                     return
+
+    def _hold_first_line(self, data: bytes) -> None:
+        """auto, and the stream starts with "{": NDJSON (Ollama) if its first line is whole
+        JSON, else SSE, where a bare JSON object may span lines (a pretty-printed error body).
+        The first line is held until its newline, or past max_line_bytes (then SSE, which
+        reports the limit)."""
+        room = self.max_line_bytes + 1 - len(self._first)
+        newline = data.find(b"\n", 0, room)
+        take = newline + 1 if newline >= 0 else min(len(data), room)
+        self._first += data[:take]
+        if newline >= 0:
+            self._decide_framing(len(self._first) - 1)
+        elif len(self._first) > self.max_line_bytes:
+            self._decide_framing(None)
+        else:
+            return
+        if take < len(data) and self._ev.limit is None:
+            self._scan(data[take:])
+
+    def _decide_framing(self, line_len: int | None) -> None:
+        """The held first line's first line_len bytes are the line (None: not JSON, whatever
+        they are): the framing is decided, and what was held is read by it."""
+        held = bytes(self._first)
+        self._first = bytearray()
+        line = b"" if line_len is None else held[:line_len].strip(_JSON_SPACE)
+        self._framing = FR_NDJSON if line and analyze_json(line) is not None else FR_SSE
+        self._scan(held)
 
     def _scan_ndjson(self, data: bytes) -> None:
         """Newline-delimited JSON: each line one event's data (blank lines are nothing)."""
@@ -389,6 +420,9 @@ class Scanner:
             self._ev.malformed_events += 1
             return
         self._interpret(record, b"")
+        if record.metrics and self._detected != "anthropic":
+            # Bedrock's last chunk (_protocols.BEDROCK_INVOKE_END): Anthropic's own end says more
+            self._ev.end_marker = True
 
     def _too_long(self, line_length: int, first: int) -> bool:
         """Check the bounds for a line of this length; on breach, stop reading for good."""
@@ -509,6 +543,8 @@ class Scanner:
             self._choices(record)
         elif protocol == "ollama":
             self._ollama(record)
+        elif protocol is None and self._outer == "bedrock-invoke":
+            self._invoke_family(record)
         elif protocol in _EVENT_RULES:  # responses, anthropic: what the event is, by its name
             kind = _KINDS[protocol].get(record.type if record.type is not None else event_type, d.K_OTHER)
             if protocol == "responses":
@@ -712,6 +748,13 @@ class Scanner:
         self._finish(0, record.stop_reason)
 
     # ollama
+    def _invoke_family(self, record: EventRecord) -> None:
+        """bedrock-invoke, a model family with its own events (_protocols.BEDROCK_INVOKE_FAMILIES):
+        its text, and the field that says why it ended."""
+        self._add_content(record.delta_text, record.delta_thinking, 0)
+        if record.stop_reason is not None:
+            self._finish(0, record.stop_reason)
+
     def _ollama(self, record: EventRecord) -> None:
         """One line: its text, thinking and whole tool calls; the last says done and why."""
         ev = self._ev
@@ -734,6 +777,8 @@ class Scanner:
             fr.head.clear()
             fr.at_start = False
             self._scan(head)
+        if ev.limit is None and self._framing == FR_JSON_FIRST:
+            self._decide_framing(len(self._first))  # the whole stream is its first line
         if ev.limit is None and self._framing == FR_NDJSON and fr.line:
             # the last line, without its newline: an event if it is whole JSON
             line = bytes(fr.line).strip(_JSON_SPACE)

@@ -67,6 +67,7 @@ def on_page_markdown(markdown, page, config, files):
     if uri == "verdict/protocols.md":
         markdown = markdown.replace("{{ finish_reasons }}", finish_reason_tables())
         markdown = markdown.replace("{{ output_kinds }}", output_kind_tables())
+        markdown = markdown.replace("{{ invoke_families }}", invoke_family_tables())
     if uri == "verdict/categories.md":
         check_categories(markdown)
     return SETTINGS_TABLE.sub(lambda match: settings_table(match[1], match[2], uri), markdown)
@@ -240,6 +241,44 @@ def finish_reason_tables() -> str:
             )
         out.append("")
     return "\n".join(out)
+
+
+def invoke_family_tables() -> str:
+    """bedrock-invoke's model families with events of their own: what fastsse reads of them,
+    and each value of their end field sent in a stream of that family (the example event, then
+    Bedrock's last chunk with the value) and judged."""
+    import fastsse
+    from fastsse import _protocols as d
+    from loadtests import eventstream
+
+    out = [
+        "| family | its events (an example) | the end field | value | meaning | category | source |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for family, table in d.BEDROCK_INVOKE_FAMILIES.items():
+        shown = (family, f"`{json.dumps(table['example'], separators=(',', ':'))}`", f"`{table['end']}`")
+        for value, (meaning, source) in table["values"].items():
+            last = _set_path({}, table["end"], value)
+            last[d.BEDROCK_INVOKE_END] = {"inputTokenCount": 1, "outputTokenCount": 1}
+            stream = eventstream.chunk(table["example"]) + eventstream.chunk(last)
+            verdict = fastsse.scan(stream, "bedrock-invoke", "eof")
+            if verdict.finish_reason_raw != value:
+                raise PluginError(f"the {family} stream made for {value!r} did not carry it: {verdict.to_dict()}")
+            out.append(f"| {' | '.join(shown)} | `{value}` | {meaning} | `{verdict.category}` | {source} |")
+            shown = ("", "", "")  # the family's columns once
+    return "\n".join(out) + "\n"
+
+
+def _set_path(obj: dict, path: str, value: str) -> dict:
+    """obj with value at a JSON_PATHS-style path ("a.b", "a[].b": one element)."""
+    head, _, rest = path.partition(".")
+    if not rest:
+        obj[head] = value
+    elif head.endswith("[]"):
+        obj[head[:-2]] = [_set_path({}, rest, value)]
+    else:
+        obj[head] = _set_path({}, rest, value)
+    return obj
 
 
 def output_kind_tables() -> str:

@@ -837,8 +837,13 @@ CASES += [
          invoke(a_start(), *a_text(0, "Hel")) + es.exception("modelTimeoutException", "Model timed out"),
          "upstream_error", error_code="modelTimeoutException"),
     case("no-message-stop", "bedrock-invoke", invoke(a_start(), *a_text(0, "Hello")), "no_end_marker"),
-    case("llama-never-complete", "bedrock-invoke", invoke(*LLAMA), "no_end_marker", auto="bedrock-invoke"),
-    case("gpt-oss-never-complete", "bedrock-invoke", invoke(*GPT_OSS), "no_end_marker", finish_reason="stop"),
+    # other families end with Bedrock's last chunk (invoke() adds its invocation metrics)
+    case("llama", "bedrock-invoke", invoke(*LLAMA), "complete", finish_reason="stop", auto="bedrock-invoke"),
+    case("llama-cut-before-bedrocks-end", "bedrock-invoke", b"".join(es.chunk(e) for e in LLAMA), "no_end_marker",
+         finish_reason="stop", auto="bedrock-invoke"),
+    case("gpt-oss", "bedrock-invoke", invoke(*GPT_OSS), "complete", finish_reason="stop"),
+    case("gpt-oss-cut-before-bedrocks-end", "bedrock-invoke", b"".join(es.chunk(e) for e in GPT_OSS),
+         "no_end_marker", finish_reason="stop"),
     case("half-frame-after-the-end", "bedrock-invoke", invoke_text("Hi") + I_HALF_FRAME, "buffer_residual",
          residual_bytes=len(I_HALF_FRAME)),
     case("not-base64", "bedrock-invoke", invoke_text("Hi")[:0] + es.chunk(a_start()) + NOT_BASE64

@@ -202,6 +202,54 @@ def test_auto_tells_the_framings_apart(impl):
     assert impl.scan(COMPLETE_STREAMS["ollama"], "bedrock-converse").category == "no_end_marker"
 
 
+PRETTY_ERROR = b'{\n  "error": {\n    "code": 503,\n    "message": "overloaded",\n    "status": "UNAVAILABLE"\n  }\n}\n'
+
+
+@pytest.mark.parametrize(
+    ("data", "protocol", "category"),
+    [
+        # a JSON body, pretty-printed: read as SSE's bare JSON object, not as broken lines
+        (PRETTY_ERROR, "unknown", "upstream_error"),
+        (b"\n" + PRETTY_ERROR.replace(b"\n", b"\r\n"), "unknown", "upstream_error"),
+        # the same on one line, with and without its newline: an NDJSON line, read whole
+        (b'{"error":{"code":503,"status":"UNAVAILABLE"}}\n', "unknown", "upstream_error"),
+        (b'{"error":{"code":503,"status":"UNAVAILABLE"}}', "unknown", "upstream_error"),
+        (COMPLETE_STREAMS["ollama"], "ollama", "complete"),
+        (b"{ \t\r\n", "unknown", "no_end_marker"),  # a first line that is no JSON: SSE's residue
+    ],
+)
+def test_auto_decides_ndjson_by_the_first_line(data, protocol, category):
+    verdict = agree(data)
+    assert (verdict.protocol, verdict.category) == (protocol, category)
+
+
+def test_the_first_line_is_held_no_further_than_the_bound(impl):
+    """Past max_line_bytes without a newline it is SSE's line, which is the limit."""
+    scanner = impl.Scanner(max_line_bytes=4096)
+    scanner.feed(b"{")
+    for _ in range(100):
+        scanner.feed(b"x" * 1000)
+    verdict = scanner.close()
+    assert (verdict.category, verdict.limit) == ("limit_exceeded", "line")
+    first = b'{"model":"m","message":{"content":"' + b"x" * 4100 + b'"},"done":false}\n'
+    assert agree(first + COMPLETE_STREAMS["ollama"], max_line_bytes=4096).limit == "line"
+    assert agree(first + COMPLETE_STREAMS["ollama"], max_line_bytes=8192).category == "complete"
+
+
+@pytest.mark.parametrize("size", range(1, 301))
+def test_the_message_crc_of_every_length(size):
+    """The compiled twin's CRC32 (carry-less multiplication from 64 bytes on) against zlib's,
+    through the scanner: every text length to 300, whole and with one bit flipped."""
+    frame = es.event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "x" * size}})
+    stream = converse(C_START, frame, *c_stop("end_turn"))
+    verdict = agree(stream, "bedrock-converse", chunked=size % 50 == 0)
+    assert verdict.category == "complete" and verdict.malformed_events == 0
+    broken = bytearray(frame)
+    broken[len(broken) // 2 + 6] ^= 0x10
+    verdict = agree(converse(C_START, bytes(broken), *c_stop("end_turn")), "bedrock-converse", chunked=False)
+    assert verdict.category == "malformed_event"
+
+
 def test_ndjson_lines_are_bounded(impl):
     line = o_chat("x" * 5000)
     for limit in ("max_line_bytes", "max_event_bytes"):
