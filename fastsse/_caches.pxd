@@ -18,8 +18,12 @@ back to reading the event.
 
 The other dialects replay the same way, each where its rules only count: Anthropic's and
 Converse's text and thinking block deltas (not a tool's input, whose pieces go to its JSON
-check), Responses' text, refusal and reasoning deltas (not a call's arguments), and Ollama's
-lines that are not the last.  Their deltas are holes of their own (H_DELTA_*, H_DELTA), counted
+check), Responses' text, refusal and reasoning deltas (not a call's arguments), Ollama's lines
+that are not the last, and Gemini's chunks without a finish (a Gemini part's text is a hole
+whose role its part decides: text in a text part, free in a thought part, which counts once;
+replaying one turns the end marker off, as reading it would).  Besides the current kept event a
+stream keeps SPARE_MEMOS earlier ones, tried in turn when the current one does not match (a
+Gemini chunk's number of parts varies; Anthropic's text and thinking deltas take turns).  Their deltas are holes of their own (H_DELTA_*, H_DELTA), counted
 as the kept event's kind says; Anthropic's padding before the closing brace is a hole of spaces
 and tabs (H_SPACE), never a line end; Responses' sequence_number is a hole (H_SEQ) whose repeat
 must follow the stream's last number, or the event is read and the gap reported.  An SSE event

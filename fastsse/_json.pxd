@@ -49,7 +49,7 @@ cdef extern from *:
     unsigned long long* _node_lengths "fastsse_node_lengths"
     # Per node, an open-addressing hash of its keys (slot: key number + 1, 0 empty) so that a
     # key is found, or dismissed, with about one probe and at most one memcmp.  A node with too
-    # many keys for its table (none today) is searched linearly.
+    # many keys for its table (none: _protocols.JSON_KEY_SLOTS) would be searched linearly.
     unsigned short* _key_slots "fastsse_key_slots"
     bint* _node_linear "fastsse_node_linear"
     bint _full_capture "fastsse_full_capture" [64]
@@ -60,7 +60,7 @@ cdef extern from *:
     signed char _hex "fastsse_hex" [256]  # a hex digit's value; -1: not one
 
 cdef enum:
-    KEY_SLOTS = 64
+    KEY_SLOTS = 128  # _protocols.JSON_KEY_SLOTS
 
 
 cdef inline unsigned key_hash(const char* key, Py_ssize_t n) noexcept:  # n >= 1

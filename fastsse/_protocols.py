@@ -303,6 +303,10 @@ def compile_paths(
 
 
 JSON_TREE = compile_paths()
+# The compiled reader hashes each node's keys into a table of this many slots; a node with half as
+# many keys or more would be searched key by key (the root holds every protocol's top-level keys).
+JSON_KEY_SLOTS = 128
+assert all(len(children) < JSON_KEY_SLOTS // 2 for _action, children, _element in JSON_TREE)
 
 # ---------------------------------------------------------------------------------------------
 # Event kinds: for the protocols whose events carry a type, what each type means.

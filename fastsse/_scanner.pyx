@@ -42,7 +42,7 @@ from ._eventstream cimport (CRC_BYTES, H_ERROR_CODE, H_EVENT_TYPE, H_EXCEPTION_T
 from ._framing cimport (CR, F_DATA, F_ERROR, F_EVENT, F_OTHER, LF, Framing, LineSearch, blank_after,
                         data_value_offset, event_tail, framing_idle, framing_start, line_end,
                         line_next, search_init, split_field)
-from ._json cimport (S_ERROR, Json, json_done, json_feed, json_finish, json_finish_args,
+from ._json cimport (KEY_SLOTS, S_ERROR, Json, json_done, json_feed, json_finish, json_finish_args,
                      json_init, json_new, json_tables_init)
 from ._json_fast cimport json_fast_tables_init, json_whole
 from ._record cimport *  # the event record, its actions (all checked below) and hole roles
@@ -115,6 +115,7 @@ cdef enum Framing_:  # how the stream is framed (_scanner_py's FR_*)
 # The layers' compile-time copies of the shared constants, against the Python ones.
 cdef dict _C_CONSTANTS = {
     "CAPTURE_BYTES": CAP, "MAX_JSON_DEPTH": MAX_DEPTH, "MAX_CHOICES": MAX_CHOICES,
+    "JSON_KEY_SLOTS": KEY_SLOTS,
     "MAX_TOOL_CALLS": MAX_TOOL_CALLS,
     "A_TYPE": A_TYPE, "A_OBJECT": A_OBJECT, "A_MODEL": A_MODEL, "A_ERROR": A_ERROR,
     "A_ERR_CODE": A_ERR_CODE, "A_ERR_TYPE": A_ERR_TYPE, "A_ERR_STATUS": A_ERR_STATUS,
@@ -1155,10 +1156,11 @@ cdef class Scanner:
 
     cdef void _spare_memo(self) noexcept:
         """An event is about to be kept: the current one becomes the latest spare, and the
-        oldest spare's buffer is the current one's to reuse."""
+        oldest spare's buffer is the current one's to reuse.  (Not in chat, whose shapes follow
+        one another rather than take turns: there spares cost more than they find.)"""
         cdef Memo oldest
         cdef int i
-        if self.memo.event.len == 0:
+        if self.memo.event.len == 0 or self.detected == D_CHAT:
             return
         oldest = self.spare[SPARE_MEMOS - 1]
         for i in range(SPARE_MEMOS - 1, 0, -1):

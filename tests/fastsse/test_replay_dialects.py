@@ -1,5 +1,6 @@
 """Replaying beyond chat: Anthropic's and Responses' events (an "event:" line before the data),
-Ollama's lines and Converse's frames.  The compiled twin counts an event that repeats the one
+Ollama's lines, Converse's frames and Gemini's chunks (whose number of parts varies: the scanner
+keeps spare events besides the current one).  The compiled twin counts an event that repeats the one
 kept but for its holes (the delta's text, padding, a sequence number that follows the last)
 without reading it; the Python twin reads every event, and both must agree under any chunking.
 The cases aim at what could make a replay wrong: a delta the rules count as state (a tool's
@@ -396,4 +397,74 @@ def test_twins_agree_on_responses_near_repeats(data):
 @given(ollama_near_repeats())
 def test_twins_agree_on_ollama_near_repeats(data):
     agree(data, "ollama")
+    agree(data)
+
+
+# ---------------------------------------------------------------------------------- gemini
+
+
+def g_chunk(*parts: bytes, finish: bytes = b"", total: int = 9, end: bytes = b"\r\n\r\n") -> bytes:
+    """A Gemini chunk written byte by byte: each part's bytes as given (b'{"text": "..."}')."""
+    finish_reason = b',"finishReason": "%s"' % finish if finish else b""
+    return (
+        b'data: {"candidates": [{"content": {"parts": ['
+        + b",".join(parts)
+        + b'],"role": "model"}'
+        + finish_reason
+        + b',"index": 0}],"usageMetadata": {"promptTokenCount": 4,"totalTokenCount": %d},'
+        b'"modelVersion": "gemini-2.5-flash","responseId": "r1"}' % total + end
+    )
+
+
+def g_text(text: bytes) -> bytes:
+    return b'{"text": "' + text + b'"}'
+
+
+def g_thought(text: bytes) -> bytes:
+    return b'{"text": "' + text + b'","thought": true}'
+
+
+def test_gemini_chunks_of_any_number_of_parts_are_replayed():
+    chunks = [g_chunk(*[g_text(b"w%d" % k) for k in range(1 + i % 3)], total=10 + i) for i in range(24)]
+    verdict, replayed = agree(b"".join(chunks) + g_chunk(g_text(b"."), finish=b"STOP"))
+    assert verdict.category == "complete" and verdict.text_events == sum(1 + i % 3 for i in range(24)) + 1
+    assert replayed >= 18  # the three shapes, each kept (one current, the others spare)
+
+
+def test_gemini_thought_parts_count_once_whatever_their_text():
+    chunks = [g_chunk(g_thought(b"" if i % 2 else b"hmm")) for i in range(6)]
+    chunks += [g_chunk(g_text(b"" if i % 3 == 0 else b"w")) for i in range(9)]
+    verdict, _ = agree(b"".join(chunks) + g_chunk(g_text(b"."), finish=b"STOP"))
+    assert (verdict.reasoning_events, verdict.text_events) == (6, 6 + 1)
+
+
+def test_gemini_a_chunk_after_the_finish_reopens_the_stream():
+    """The last chunk must close its candidates: a replayed chunk after a finish is not the end."""
+    body = b"".join(g_chunk(g_text(b"w")) for _ in range(4))
+    verdict, _ = agree(body + g_chunk(g_text(b"."), finish=b"STOP") + g_chunk(g_text(b"more")))
+    assert verdict.category != "complete"
+
+
+@st.composite
+def gemini_near_repeats(draw):
+    chunks = []
+    for _ in range(draw(st.integers(1, 14))):
+        parts = [
+            draw(st.sampled_from([g_text, g_text, g_thought]))(draw(hole_text)) for _ in range(draw(st.integers(1, 3)))
+        ]
+        finish = draw(st.sampled_from([b"", b"", b"", b"STOP", b"MAX_TOKENS"]))
+        chunks.append(
+            g_chunk(
+                *parts,
+                finish=finish,
+                total=draw(st.integers(0, 10**6)),
+                end=draw(st.sampled_from([b"\r\n\r\n", b"\n\n"])),
+            )
+        )
+    return b"".join(chunks)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gemini_near_repeats())
+def test_twins_agree_on_gemini_near_repeats(data):
     agree(data)
