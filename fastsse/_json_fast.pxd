@@ -76,6 +76,7 @@ cdef inline void note_hole(Cursor* c, Pos s, Pos q, int action) noexcept:
         role = H_FREE
         if r.in_part:
             r.part.hole = r.n_holes
+            r.part.texts += 1
     elif action:
         r.opaque |= not _template_may_keep[action]
         return

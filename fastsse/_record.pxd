@@ -157,6 +157,7 @@ ctypedef struct Part:
     Str type
     bint text, thought, tool, output
     int hole  # its text's hole (json_whole's), whose role its end decides; -1: none
+    int texts  # its text values that json_whole noted as holes
 
 ctypedef struct Slice:  # of Record.captured
     Py_ssize_t off, len
@@ -193,6 +194,9 @@ ctypedef struct Record:
     # a value that may be payload is not among the holes (there were too many, or it is a
     # value a rule reads as text): the event must not become a template (see _caches.pxd)
     bint opaque
+    # what the event counts depends on a hole's value in a way no role says (a content part with
+    # two texts, or text and output): such an event is read every time, never kept
+    bint unrepeatable
     Py_ssize_t chunk_off, chunk_len  # a Bedrock chunk's "bytes" (base64), in captured; -1: not sent
     int done  # Ollama's "done": -1 not sent, 0 false, 1 true
     int calls  # whole tool calls (Ollama)
@@ -254,6 +258,7 @@ cdef inline void record_reset(Record* r) noexcept:
     r.items = 0
     r.n_holes = 0
     r.opaque = False
+    r.unrepeatable = False
     r.chunk_len = -1
     r.chunk_off = 0
     r.done = -1
@@ -300,6 +305,7 @@ cdef inline void record_begin(Record* r, int action, bint is_object) noexcept:
             r.part.type.len = -1
             r.part.text = r.part.thought = r.part.tool = r.part.output = False
             r.part.hole = -1
+            r.part.texts = 0
     elif action == A_TOOL or action == A_FUNCTION_CALL:
         if r.in_choice:
             r.in_tool = True
@@ -339,11 +345,15 @@ cdef inline void record_end(Record* r, int action, bint is_object) noexcept:
                 r.choice.text += 1
             elif r.part.output:
                 r.choice.output += 1
-            # its text's hole counts as text in a text part; in a reasoning part, which counts
-            # once whatever its text, it is free (a part with a call or output, whose choice
-            # is never replayed, may leave it either way)
-            if 0 <= r.part.hole < r.n_holes and not (reasoning or r.part.tool):
+            # Its one text hole counts as text in a plain text part.  In a reasoning part, which
+            # counts once whatever its text, it stays free.  Anywhere else (two texts, whose
+            # emptiness counts together; text beside a call or output, which counts only when
+            # the text is empty) the event is never replayed.
+            if r.part.texts == 1 and 0 <= r.part.hole < r.n_holes and not (
+                    reasoning or r.part.tool or r.part.output):
                 r.hole_role[r.part.hole] = H_TEXT
+            elif r.part.texts and not reasoning:
+                r.unrepeatable = True
         r.in_part = False
     elif action == A_TOOL or action == A_FUNCTION_CALL:
         if r.in_tool and r.in_choice:

@@ -219,6 +219,8 @@ cdef inline bint _deltas_only(const Record* r) noexcept:
     """Are the event's holes all values no rule reads, but at most one text delta and one
     thinking delta (whose emptiness the rules count once per event, not once per value)?"""
     cdef int i, text = 0, thinking = 0, delta = 0, seq = 0
+    if r.n_holes >= MAX_HOLES:
+        return False  # a value past the last hole may be a delta, compared but counted too
     for i in range(r.n_holes):
         if r.hole_role[i] == H_DELTA_TEXT:
             text += 1
@@ -597,8 +599,9 @@ cdef class Scanner:
         reports the limit)."""
         cdef const unsigned char* hit = <const unsigned char*>memchr(p, LF, n)
         cdef Py_ssize_t take = hit - p + 1 if hit != NULL else n
-        if take > self.max_line_bytes + 1 - self.first.len:
-            take = self.max_line_bytes + 1 - self.first.len
+        cdef Py_ssize_t room = self.max_line_bytes - self.first.len  # >= 0 (else decided)
+        if take - 1 > room:  # (no sum: max_line_bytes may be the largest Py_ssize_t)
+            take = room + 1
             hit = NULL
         buf_append(&self.first, <const char*>p, take)
         if hit != NULL:
@@ -1041,8 +1044,9 @@ cdef class Scanner:
                            Py_ssize_t n) except -1:
         """data[:n] is the event's data; data[n] must be readable."""
         cdef int read
+        cdef bint error_type = etype_len == 5 and memcmp(etype, "error", 5) == 0
         self.events += 1
-        if etype_len == 5 and memcmp(etype, "error", 5) == 0:
+        if error_type:
             self.errors += 1
         if n == 0:  # "data:" alone: a keep-alive, nothing to judge
             return 0
@@ -1057,7 +1061,7 @@ cdef class Scanner:
             self.malformed += 1
             return 0
         self._interpret(etype, etype_len)
-        if read == 1:
+        if read == 1 and not error_type:  # (an "error" event counts as one by its type alone)
             self.memo_event = self._replayable()
             self.template_event = self._templatable()
         return 0
@@ -1086,7 +1090,7 @@ cdef class Scanner:
         cdef Record* r = &self.rec
         cdef int i
         if (self.limit is not None or r.error or r.too_many or r.n_tools > 1 or r.out_of_memory
-                or r.reasoning_tokens or r.items or r.n_args):
+                or r.reasoning_tokens or r.items or r.n_args or r.unrepeatable):
             return False
         if self.detected == D_ANTHROPIC or self.detected == D_BEDROCK_CONVERSE:
             # a block's text or thinking delta (not a tool's input, which is state)
@@ -1254,8 +1258,8 @@ cdef class Scanner:
         cdef Record* r = &self.rec
         cdef int i
         if (self.detected != D_CHAT or self.limit is not None or r.error or r.too_many
-                or r.opaque or r.out_of_memory or r.n_tools or r.n_choices > TEMPLATE_CHOICES
-                or r.reasoning_tokens or r.items or r.n_args):
+                or r.opaque or r.unrepeatable or r.out_of_memory or r.n_tools
+                or r.n_choices > TEMPLATE_CHOICES or r.reasoning_tokens or r.items or r.n_args):
             return False
         for i in range(r.n_choices):
             if r.choices[i].tool or r.choices[i].output or r.choices[i].audio_end:

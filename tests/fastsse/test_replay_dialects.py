@@ -468,3 +468,56 @@ def gemini_near_repeats(draw):
 @given(gemini_near_repeats())
 def test_twins_agree_on_gemini_near_repeats(data):
     agree(data)
+
+
+# ---------------------------------------------------------------------------------- review's cases
+
+
+def test_the_largest_line_bound_with_a_json_first_line():
+    """max_line_bytes=sys.maxsize (no bound) while the first line is held: no overflow."""
+    import sys
+
+    verdict, _ = agree(b'{"a":1}\n{"b":2}\n', max_line_bytes=sys.maxsize)
+    assert verdict.events == 2
+
+
+def test_an_error_event_is_never_kept_nor_made_a_template():
+    """An "event: error" line makes the event an error by its type alone: a later stream whose
+    chunk repeats it under that type is an error too (templates are shared across streams)."""
+    from fastsse import _scanner_py
+
+    chunk = b'"object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{%s},"finish_reason":%s}]}\n\n'
+    ok = b'data: {"id":"x",' + chunk % (b'"role":"assistant"', b"null")
+    error = b'event: error\ndata: {"id":"x",' + chunk % (b'"content":"Hi"', b"null")
+    end = b'data: {"id":"x",' + chunk % (b"", b'"stop"') + b"data: [DONE]\n\n"
+    caches = _scanner_c.Caches()
+    _scanner_c.scan(ok + error + error + end, caches=caches)
+    later = ok + error + end
+    assert _scanner_c.scan(later, caches=caches) == _scanner_py.scan(later)
+    assert _scanner_py.scan(later).category == "upstream_error"
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        (b'{"text":"a","text":""}', b'{"text":"","text":""}'),  # two texts: their emptiness counts together
+        (b'{"text":"","text":"a"}', b'{"text":"b","text":""}'),
+        (
+            b'{"text":"a","inlineData":{"mimeType":"image/png","data":"iVBORw0KGgo"}}',  # text wins over output
+            b'{"text":"","inlineData":{"mimeType":"image/png","data":"iVBORw0KGgo"}}',
+        ),
+    ],
+)
+def test_content_parts_whose_text_counts_with_something_else(parts):
+    first, then = parts
+    verdict, _ = agree(g_chunk(first) + g_chunk(then) * 3 + g_chunk(g_text(b"."), finish=b"STOP"))
+    assert verdict.category == "complete"
+
+
+def test_a_delta_past_the_last_hole():
+    """More values than holes: one past the last is compared, and counted as read."""
+    free = b"".join(b'"f%d":"",' % i for i in range(15))
+    line = b'{"model":"q","message":{"role":"assistant","content":""},' + free + b'"response":"x","done":false}\n'
+    last = b'{"model":"q","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}\n'
+    verdict, _ = agree(line * 4 + last, "ollama")
+    assert verdict.text_events == 4
