@@ -23,13 +23,16 @@ that are not the last, and Gemini's chunks without a finish (a Gemini part's tex
 whose role its part decides: text in a text part, free in a thought part, which counts once;
 replaying one turns the end marker off, as reading it would).  Besides the current kept event a
 stream keeps SPARE_MEMOS earlier ones, tried in turn when the current one does not match (a
-Gemini chunk's number of parts varies; Anthropic's text and thinking deltas take turns).  Their deltas are holes of their own (H_DELTA_*, H_DELTA), counted
-as the kept event's kind says; Anthropic's padding before the closing brace is a hole of spaces
-and tabs (H_SPACE), never a line end; Responses' sequence_number is a hole (H_SEQ) whose repeat
-must follow the stream's last number, or the event is read and the gap reported.  An SSE event
-kept may start with one "event:" line; an NDJSON line is kept with its newline; a Converse frame
-is kept without its prelude and CRCs (they change with the payload's length), and a repeat is
-compared only once both its CRCs are checked.
+Gemini chunk's number of parts varies; Anthropic's text and thinking deltas take turns).
+Their deltas are holes of their own (H_DELTA_*, H_DELTA), counted as the kept event's kind
+says; Anthropic's padding before the closing brace is a hole of spaces and tabs (H_SPACE), never
+a line end; Responses' sequence_number is a hole (H_SEQ) whose repeat must follow the stream's
+last number, or the event is read and the gap reported.  An SSE event kept may start with one
+"event:" line; an NDJSON line is kept with its newline; a Converse frame is kept without its
+prelude and CRCs (they change with the payload's length), and a repeat is compared only once
+both its CRCs are checked; an InvokeModel chunk's event is kept as decoded from its base64 (the
+base64 of a repeat differs throughout), and a repeat is compared once decoded.  How each hole is
+read (Memo.op) and what it counts as (Memo.slot) are worked out when the event is kept.
 
 Templates.  Replaying needs an event read in full first: in a chat stream, its role chunk,
 first content chunk, finish chunk and usage chunk are each the first of their shape, and the
@@ -85,6 +88,15 @@ cdef enum:
 
 # ---------------------------------------------------------------------------- replaying
 
+cdef enum:  # how memo_match reads a hole (Memo.op)
+    HOP_STRING = 0  # a string
+    HOP_NUMBER = 1
+    HOP_SPACE = 2  # spaces and tabs
+    HOP_ARGS = 3  # a tool call's arguments, read in any case: they go to the JSON check
+    HOP_SEQ = 4  # a sequence number, read in any case: the caller checks it
+    HOP_TRY = 8  # with one of the first three: the kept value is tried first
+    COUNTED = 4  # what memo_match counts: text, reasoning, refusal, and a slot for the rest
+
 ctypedef struct Memo:  # the event a stream keeps to replay the ones that repeat it
     Buf event  # its bytes, its line end and blank line included (empty: none kept)
     Py_ssize_t tail  # its line end and blank line: 2 ("\n\n") or 4 ("\r\n\r\n")
@@ -92,11 +104,14 @@ ctypedef struct Memo:  # the event a stream keeps to replay the ones that repeat
     Py_ssize_t start[MAX_HOLES]
     Py_ssize_t end[MAX_HOLES]
     unsigned char role[MAX_HOLES]
-    bint varies[MAX_HOLES]  # held another value at the first replay: not tried again
-    Py_ssize_t base[N_ROLES]  # per role, what it counted outside its holes (content parts)
+    unsigned char op[MAX_HOLES]  # how it is read (HOP_*): HOP_TRY leaves a hole that held
+    #                              another value at the first replay
+    unsigned char slot[MAX_HOLES]  # what its value counts as when not empty: 0 text,
+    #                                1 reasoning, 2 refusal, 3 nothing (count_as)
+    Py_ssize_t base[COUNTED]  # text, reasoning, refusal counted outside its holes (content parts)
     bint fresh  # not replayed yet: holes that repeat their value become bytes to compare
     # the roles whose holes count as text, reasoning and refusal (-1: none): H_TEXT.. in a
-    # chat event, its deltas' (H_DELTA_*, H_DELTA) in the others
+    # chat event, its deltas' (H_DELTA_*, H_DELTA) in the others; set before memo_set
     int count_as[3]
     bint seq  # its sequence number is a hole (H_SEQ), which must follow the stream's last
     bint reopens  # a Gemini chunk with candidates and no finish: the stream is not over after it
@@ -107,9 +122,10 @@ ctypedef struct Memo:  # the event a stream keeps to replay the ones that repeat
 cdef inline int memo_set(Memo* m, const unsigned char* event, Py_ssize_t size, Py_ssize_t tail,
                          int n_holes, const Py_ssize_t* starts, const Py_ssize_t* ends,
                          const unsigned char* roles, const Py_ssize_t* base) except -1:
-    """Keep event[:size] with its holes at event[starts[i]:ends[i]] (m.tool is the caller's)."""
+    """Keep event[:size] with its holes at event[starts[i]:ends[i]], base counted per role
+    outside them (m.tool and m.count_as are the caller's)."""
+    cdef int h, k
     m.fresh = True
-    memset(m.varies, 0, sizeof(m.varies))
     m.event.len = 0
     buf_append(&m.event, <const char*>event, size)
     m.tail = tail
@@ -117,7 +133,24 @@ cdef inline int memo_set(Memo* m, const unsigned char* event, Py_ssize_t size, P
     memcpy(m.start, starts, n_holes * sizeof(Py_ssize_t))
     memcpy(m.end, ends, n_holes * sizeof(Py_ssize_t))
     memcpy(m.role, roles, n_holes * sizeof(unsigned char))
-    memcpy(m.base, base, sizeof(m.base))
+    for k in range(3):
+        m.base[k] = base[m.count_as[k]] if m.count_as[k] >= 0 else 0
+    m.base[3] = 0
+    for h in range(n_holes):
+        m.slot[h] = 3
+        for k in range(3):
+            if roles[h] == m.count_as[k]:
+                m.slot[h] = k
+        if roles[h] == H_ARGS:
+            m.op[h] = HOP_ARGS
+        elif roles[h] == H_SEQ:
+            m.op[h] = HOP_SEQ
+        elif roles[h] == H_NUMBER:
+            m.op[h] = HOP_NUMBER | HOP_TRY
+        elif roles[h] == H_SPACE:
+            m.op[h] = HOP_SPACE | HOP_TRY
+        else:
+            m.op[h] = HOP_STRING | HOP_TRY
     return 0
 
 cdef inline Pos read_args(Record* rec, Pos q, Pos end, bint* captured) except? NULL:
@@ -147,14 +180,15 @@ cdef inline Pos memo_match(Memo* m, Record* rec, Pos q, Pos end, Py_ssize_t* cou
                            unsigned* same, Pos* args, Py_ssize_t* args_width,
                            bint* args_captured, int64_t* seq) except? NULL:
     """The end of the event at q if it repeats the kept one before end, its blank line
-    included; else NULL.  Fills what it counts per role (counts), the holes that held the kept
-    value again (same), its tool call arguments (args[:args_width], or as read_args left them
-    in rec.captured), and its sequence number (seq, if m.seq)."""
+    included; else NULL.  Fills what it counts (counts[:COUNTED], by Memo.slot), the holes that
+    held the kept value again (same), its tool call arguments (args[:args_width], or as
+    read_args left them in rec.captured), and its sequence number (seq, if m.seq)."""
     cdef Pos t = <Pos>m.event.p
     cdef Pos close
     cdef Py_ssize_t tpos = 0, seg, width
     cdef int h
-    memcpy(counts, m.base, N_ROLES * sizeof(Py_ssize_t))
+    cdef unsigned char op
+    memcpy(counts, m.base, COUNTED * sizeof(Py_ssize_t))
     same[0] = 0
     args_width[0] = 0
     for h in range(m.n_holes):
@@ -162,37 +196,34 @@ cdef inline Pos memo_match(Memo* m, Record* rec, Pos q, Pos end, Py_ssize_t* cou
         if end - q <= seg or not fastsse_equal(q, t + tpos, seg):
             return NULL
         q += seg
-        width = m.end[h] - m.start[h]
-        if m.role[h] == H_ARGS:  # read in any case: they go to the JSON check
-            close = read_args(rec, q, end, args_captured)
-            if close == NULL:
-                return NULL
-            width = close - q
-        elif m.role[h] == H_SEQ:  # read in any case: the caller checks it
-            close = plain_integer(q, end, seq)
-            if close == NULL:
-                return NULL
-            width = close - q
-        # the kept value again? (the byte after it, a string's closing quote, too)
-        elif (not m.varies[h] and end - q > width and q[width] == t[m.end[h]]
-                and fastsse_equal(q, t + tpos + seg, width)):
-            same[0] |= 1u << h
-            close = q + width
+        op = m.op[h]
+        if op == HOP_STRING:  # the most frequent: a string that varies
+            close = skip_string(rec, q, end, 0)
         else:
-            if m.role[h] == H_NUMBER:
-                close = skip_number(q, end)
-            elif m.role[h] == H_SPACE:
-                close = skip_blanks(q, end)
+            width = m.end[h] - m.start[h]
+            # the kept value again? (the byte after it, a string's closing quote, too)
+            if (op & HOP_TRY and end - q > width and q[width] == t[m.end[h]]
+                    and fastsse_equal(q, t + tpos + seg, width)):
+                same[0] |= 1u << h
+                close = q + width
             else:
-                close = skip_string(rec, q, end, 0)
-            if close == NULL:
-                return NULL
-            width = close - q
-        if width:
-            counts[m.role[h]] += 1
-            if m.role[h] == H_ARGS:
-                args[0] = q
-                args_width[0] = width
+                op &= ~HOP_TRY
+                if op == HOP_STRING:
+                    close = skip_string(rec, q, end, 0)
+                elif op == HOP_NUMBER:
+                    close = skip_number(q, end)
+                elif op == HOP_SPACE:
+                    close = skip_blanks(q, end)
+                elif op == HOP_ARGS:
+                    close = read_args(rec, q, end, args_captured)
+                    if close != NULL and close > q:
+                        args[0] = q
+                        args_width[0] = close - q
+                else:
+                    close = plain_integer(q, end, seq)
+        if close == NULL:
+            return NULL
+        counts[m.slot[h]] += close > q
         q = close
         tpos = m.end[h]
     seg = m.event.len - tpos
@@ -212,7 +243,8 @@ cdef inline void memo_settle(Memo* m, unsigned same) noexcept:
         m.start[kept] = m.start[h]
         m.end[kept] = m.end[h]
         m.role[kept] = m.role[h]
-        m.varies[kept] = not (same & (1u << h))
+        m.slot[kept] = m.slot[h]
+        m.op[kept] = m.op[h] if same & (1u << h) else m.op[h] & ~HOP_TRY
         kept += 1
     m.n_holes = kept
 

@@ -14,6 +14,8 @@ cdef extern from "_eventstream.h":
     ctypedef struct Span "FastsseSpan":
         const unsigned char* p  # NULL: absent
         Py_ssize_t n
+    ctypedef struct HeadersKept "FastsseHeadersKept":  # the last headers block read, and its values
+        Py_ssize_t n
     cdef enum:
         H_MESSAGE_TYPE "FASTSSE_H_MESSAGE_TYPE"
         H_EVENT_TYPE "FASTSSE_H_EVENT_TYPE"
@@ -23,7 +25,8 @@ cdef extern from "_eventstream.h":
     void eventstream_init "fastsse_eventstream_init"() noexcept
     uint32_t crc32 "fastsse_crc32"(const unsigned char* p, size_t n) noexcept nogil
     uint32_t be32 "fastsse_be32"(const unsigned char* p) noexcept nogil
-    int read_headers "fastsse_headers"(const unsigned char* h, Py_ssize_t n, Span* found) noexcept nogil
+    int read_headers "fastsse_headers_kept"(HeadersKept* kept, const unsigned char* h, Py_ssize_t n,
+                                            Span* found) noexcept nogil
     Py_ssize_t base64_decode "fastsse_base64_decode"(const unsigned char* s, Py_ssize_t n,
                                                      unsigned char* out) noexcept nogil
 

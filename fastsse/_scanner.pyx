@@ -30,15 +30,16 @@ from libc.stdint cimport int64_t
 from libc.string cimport memchr, memcmp
 
 from ._cbytes cimport (CAP, MAX_CHOICES, MAX_DEPTH, MAX_TOOL_CALLS, Pos, Str, StrTable,
-                       array_reserve, buf_append, buf_free, buf_reserve, fastsse_prefetch, str_append,
-                       str_bytes, str_eq, strtable_fill, strtable_get, strtable_get_str)
-from ._caches cimport (JUDGED, MEMO_FINISHES, MEMO_MAX_BYTES, SPARE_MEMOS, TEMPLATE_CHOICES, TEMPLATES, Judged,
+                       array_reserve, buf_append, buf_free, buf_reserve, fastsse_last_stop,
+                       fastsse_plain_run, fastsse_prefetch, str_append, str_bytes, str_eq, strtable_fill, strtable_get,
+                       strtable_get_str)
+from ._caches cimport (COUNTED, JUDGED, MEMO_FINISHES, MEMO_MAX_BYTES, SPARE_MEMOS, TEMPLATE_CHOICES, TEMPLATES, Judged,
                        Memo, Template, TemplateTable, judged_same, memo_match, memo_set,
                        memo_settle, record_base, template_follow, template_links, template_make,
                        template_match, templates_clear, templates_paid, templates_skipped)
 from ._eventstream cimport (CRC_BYTES, H_ERROR_CODE, H_EVENT_TYPE, H_EXCEPTION_TYPE,
                             H_MESSAGE_TYPE, MIN_FRAME_BYTES, N_HEADERS, PRELUDE_BYTES, Span,
-                            base64_decode, be32, crc32, eventstream_init, read_headers)
+                            HeadersKept, base64_decode, be32, crc32, eventstream_init, read_headers)
 from ._framing cimport (CR, F_DATA, F_ERROR, F_EVENT, F_OTHER, LF, Framing, LineSearch, blank_after,
                         data_value_offset, event_tail, framing_idle, framing_start, line_end,
                         line_next, search_init, split_field)
@@ -252,9 +253,28 @@ cdef inline void _count_as(int* roles, int detected, int kind) noexcept:
         roles[0], roles[1] = H_DELTA_TEXT, H_DELTA_THINKING
 
 
-cdef inline Py_ssize_t _counted(const Py_ssize_t* counts, int role) noexcept:
-    return counts[role] if role >= 0 else 0
+cdef enum:
+    PADDING_MAX = 128  # the longest padding ("p") chunk_base64 looks for
 
+cdef inline Pos chunk_base64(Pos p, Py_ssize_t n, Py_ssize_t* length) noexcept:
+    """The base64 of the InvokeModel chunk payload p[:n] (its length in *length) when the payload
+    is written as Bedrock writes it, {"bytes":"...","p":"..."} (or without "p"); NULL if it
+    plainly is not.  The base64 is found from the payload's ends, not by reading it: whether it
+    is base64 is base64_decode's to say, and its alphabet holds no quote, backslash or control
+    byte, so text it decodes is a plain JSON string that the reader would read the same.  The
+    caller reads the payload when the decoding fails."""
+    cdef Py_ssize_t end = n - 2, quote, window
+    if n < 12 or memcmp(p, b'{"bytes":"', 10) != 0 or p[n - 1] != b'}' or p[end] != b'"':
+        return NULL
+    window = min(end - 10, PADDING_MAX)
+    quote = fastsse_last_stop(p + end - window, window)
+    if quote >= 0:  # Bedrock's padding, a plain string after its opening quote
+        quote += end - window
+        if p[quote] != b'"' or quote < 16 or memcmp(p + quote - 6, b'","p":"', 7) != 0:
+            return NULL
+        end = quote - 6
+    length[0] = end - 10
+    return p + 10
 
 cdef inline Py_ssize_t _trim(Pos line, Py_ssize_t* n) noexcept:
     """An NDJSON line line[:n] without the spaces, tabs and CRs around its JSON: where it starts,
@@ -396,6 +416,7 @@ cdef class Scanner:
     cdef Buf frame
     cdef Py_ssize_t frame_total
     cdef Buf inner
+    cdef HeadersKept headers_kept
     cdef Buf first  # FR_JSON_FIRST: the first line, held until the framing is decided
     cdef Str error_code, model, blocked
     # framing (_framing.pxd)
@@ -753,10 +774,10 @@ cdef class Scanner:
         if crc32(f, total - CRC_BYTES) != be32(f + total - CRC_BYTES):
             self.malformed += 1
             return 0
-        if self.memo.event.len and self._replay_frame(f + PRELUDE_BYTES, total - MIN_FRAME_BYTES,
-                                                      headers_len):
+        if (self.memo.event.len and self.outer == D_NONE
+                and self._replay_whole(f + PRELUDE_BYTES, total - MIN_FRAME_BYTES, headers_len)):
             return 0
-        if read_headers(f + PRELUDE_BYTES, headers_len, h) < 0:
+        if read_headers(&self.headers_kept, f + PRELUDE_BYTES, headers_len, h) < 0:
             self.malformed += 1
             return 0
         if _span_is(&h[H_MESSAGE_TYPE], b"exception", 9):
@@ -797,17 +818,18 @@ cdef class Scanner:
             self._keep(f + PRELUDE_BYTES, 0, total - MIN_FRAME_BYTES, headers_len, headers_len)
         return 0
 
-    cdef bint _replay_frame(self, Pos event, Py_ssize_t n, Py_ssize_t headers) except -1:
-        """Count the frame whose headers and payload are event[:n] (its CRCs checked) if it
-        repeats the kept one; False if it does not."""
-        cdef Py_ssize_t counts[N_ROLES]
+    cdef bint _replay_whole(self, Pos event, Py_ssize_t n, Py_ssize_t headers) except -1:
+        """Count the event event[:n] if it repeats the kept one; False if it does not.  It is a
+        frame's headers and payload (its CRCs checked; headers: their length) or an InvokeModel
+        chunk's decoded event (headers: -1), whose end is known: no line to look for."""
+        cdef Py_ssize_t counts[COUNTED]
         cdef unsigned same
         cdef Pos args
         cdef Py_ssize_t args_width
         cdef int64_t seq
         cdef Pos q
         if self.memo.tool or self.memo.seq:
-            return False  # (no such frame is kept: Converse's rules read neither)
+            return False  # (no such event is kept: neither Converse's rules nor Bedrock's read them)
         q = NULL
         if self.memo.headers == headers:
             q = self._memo_match(&self.memo, event, event + n, counts, &same, &args, &args_width,
@@ -817,36 +839,61 @@ cdef class Scanner:
                                   &seq)
         if q != event + n:
             return False
-        self._add_content(_counted(counts, self.memo.count_as[0]),
-                          _counted(counts, self.memo.count_as[1]),
-                          _counted(counts, self.memo.count_as[2]))
+        self._count_replayed(counts, same)
+        return True
+
+    cdef inline void _count_replayed(self, const Py_ssize_t* counts, unsigned same) noexcept:
+        """What the rules (_choices, _anthropic, ...) would do with an event that repeats the
+        kept one, whose holes counted counts and held the kept value again where same says."""
+        if self.memo.reopens:
+            self.end_marker = False  # (_choices: a Gemini chunk must close its candidates)
+        self._add_content(counts[0], counts[1], counts[2])
         self.replayed += 1
         if self.memo.fresh:
             memo_settle(&self.memo, same)
-        return True
 
     cdef int _chunk(self, Pos payload, Py_ssize_t n) except -1:
-        """A Bedrock InvokeModel chunk: the model's own event, base64 in its "bytes"."""
-        cdef Py_ssize_t size
-        if not _read_json(self, payload, n) or self.rec.chunk_len < 0:
-            self.malformed += 1
+        """A Bedrock InvokeModel chunk: the model's own event, base64 in its "bytes".  The
+        decoded event is replayed when it repeats the kept one, as an SSE event would be."""
+        cdef Py_ssize_t size = -1, b64_len
+        cdef Pos b64 = chunk_base64(payload, n, &b64_len)
+        cdef int read
+        if b64 != NULL:
+            size = self._decode_chunk(b64, b64_len)
+        if size <= 0:  # not as Bedrock writes it, or not base64: the reader reads it
+            if not _read_json(self, payload, n) or self.rec.chunk_len < 0:
+                self.malformed += 1
+                return 0
+            size = self._decode_chunk(<Pos>self.rec.captured.p + self.rec.chunk_off,
+                                      self.rec.chunk_len)
+            if size <= 0:
+                self.malformed += 1
+                return 0
+        if self.memo.event.len and self._replay_whole(<Pos>self.inner.p, size, -1):
             return 0
-        self.inner.len = 0
-        buf_reserve(&self.inner, self.rec.chunk_len // 4 * 3 + 1)
-        size = base64_decode(<const unsigned char*>self.rec.captured.p + self.rec.chunk_off,
-                             self.rec.chunk_len, <unsigned char*>self.inner.p)
-        if size <= 0:
-            self.malformed += 1
-            return 0
-        self.inner.p[size] = b'\n'  # readable past the end (json_whole)
-        if not _read_json(self, <Pos>self.inner.p, size):
+        read = _read_json(self, <Pos>self.inner.p, size)
+        if not read:
             self.malformed += 1
             return 0
         self._interpret(<Pos>"", 0)
         if self.rec.metrics and self.detected != D_ANTHROPIC:
             # Bedrock's last chunk (_protocols.BEDROCK_INVOKE_END): Anthropic's own end says more
             self.end_marker = True
+        if (read == 1 and self.limit is None and size <= MEMO_MAX_BYTES
+                and self._replayable()):
+            self._keep(<Pos>self.inner.p, 0, size, 0, -1)
         return 0
+
+    cdef Py_ssize_t _decode_chunk(self, Pos b64, Py_ssize_t n) except -2:
+        """The base64 b64[:n] decoded into self.inner (a newline past its end, readable for
+        json_whole): its length, or -1 if it is not base64."""
+        cdef Py_ssize_t size
+        self.inner.len = 0
+        buf_reserve(&self.inner, n // 4 * 3 + 4)  # (base64_decode's room)
+        size = base64_decode(b64, n, <unsigned char*>self.inner.p)
+        if size > 0:
+            self.inner.p[size] = b'\n'
+        return size
 
     cdef int _scan_sse(self, Pos p, Py_ssize_t n) except -1:
         """Server-Sent Events: the lines of the chunk p[:n], and the events they end."""
@@ -1207,7 +1254,7 @@ cdef class Scanner:
         cdef Pos args = NULL
         cdef Py_ssize_t args_width
         cdef Py_ssize_t bound = min(self.max_line_bytes, self.max_event_bytes)  # on the line
-        cdef Py_ssize_t counts[N_ROLES]
+        cdef Py_ssize_t counts[COUNTED]
         cdef unsigned same  # the holes that held the kept value again
         cdef int64_t seq = -1
         cdef ToolCall* call = NULL
@@ -1230,19 +1277,12 @@ cdef class Scanner:
                 if self.last_seq >= 0 and seq != self.last_seq + 1:
                     return pos
                 self.last_seq = seq
-            # what _handle_event and the rules (_choices, _anthropic, ...) would do with it
+            # what _handle_event and the rules would do with it
             self.events += 1
-            if self.memo.reopens:
-                self.end_marker = False  # (_choices: a Gemini chunk must close its candidates)
-            self._add_content(_counted(counts, self.memo.count_as[0]),
-                              _counted(counts, self.memo.count_as[1]),
-                              _counted(counts, self.memo.count_as[2]))
             if args_width:
                 self._feed_args(call, args, args_width)
-            self.replayed += 1
+            self._count_replayed(counts, same)
             pos = q - p
-            if self.memo.fresh:
-                memo_settle(&self.memo, same)
 
     cdef int _feed_args(self, ToolCall* call, Pos s, Py_ssize_t n) except -1:
         """A replayed fragment's arguments, the JSON string content s[:n] (as read_args left

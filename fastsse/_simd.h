@@ -25,10 +25,42 @@ static inline ptrdiff_t fastsse_plain_run(const unsigned char *p, ptrdiff_t n) {
         if (mask)
             return i + __builtin_ctz((unsigned)mask);
     }
+    if (i < n && n >= 16) {
+        /* the last 16 bytes, overlapping the ones found plain already */
+        __m128i x = _mm_loadu_si128((const __m128i *)(p + n - 16));
+        __m128i stop = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
+            _mm_cmpeq_epi8(_mm_max_epu8(x, below_space), below_space));
+        int mask = _mm_movemask_epi8(stop);
+        return mask ? n - 16 + __builtin_ctz((unsigned)mask) : n;
+    }
 #endif
     while (i < n && p[i] != '"' && p[i] != '\\' && p[i] >= 0x20)
         i++;
     return i;
+}
+
+/* Where the last byte of p[0:n] that is '"', '\\' or below 0x20 is, or -1: the end of the
+   last run of a JSON string that needs no attention, looked for from its end. */
+static inline ptrdiff_t fastsse_last_stop(const unsigned char *p, ptrdiff_t n) {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i below_space = _mm_set1_epi8(0x1F);
+    for (; n >= 16; n -= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(p + n - 16));
+        __m128i stop = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
+            _mm_cmpeq_epi8(_mm_max_epu8(x, below_space), below_space));
+        int mask = _mm_movemask_epi8(stop);
+        if (mask)
+            return n - 16 + 31 - __builtin_clz((unsigned)mask);
+    }
+#endif
+    while (n-- > 0)
+        if (p[n] == '"' || p[n] == '\\' || p[n] < 0x20)
+            return n;
+    return -1;
 }
 
 /* Whether a[0:n] and b[0:n] hold the same bytes: memcmp for the short runs that replaying an

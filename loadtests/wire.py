@@ -1219,35 +1219,46 @@ def _varied_anthropic_events(rng: random.Random, target_bytes: float) -> list[di
 
 
 def varied_gemini(rng: random.Random, target_bytes: float) -> bytes:
-    """Gemini's chunks: a few deltas' text per chunk, thoughts as thought parts, a call whole."""
+    """Gemini's chunks as its captures show them, one part per candidate: a few deltas' text
+    joined in one part, thoughts in a thought part, a call whole in the last chunk."""
     model = "gemini-2.5-flash"
     response_id = _random_id(rng, "", 22)
     chunks: list[str] = []
-    parts: list[dict] = []
+    pieces: list[str] = []  # the part being gathered
+    thought = False  # whether it is a thought
     call_args = ""
 
-    def flush(finish: str | None = None) -> None:
-        candidate: dict = {"content": {"parts": list(parts) or [{"text": ""}], "role": "model"}, "index": 0}
+    def flush(finish: str | None = None, call: dict | None = None) -> None:
+        parts: list[dict] = []
+        if pieces:
+            parts.append({"text": "".join(pieces), **({"thought": True} if thought else {})})
+        if call:
+            parts.append({"functionCall": call})
+        candidate: dict = {"content": {"parts": parts or [{"text": ""}], "role": "model"}, "index": 0}
         if finish:
             candidate["finishReason"] = finish
-        usage = {"promptTokenCount": 24, "totalTokenCount": 24 + len(chunks)}
+        usage = {"promptTokenCount": 24, "candidatesTokenCount": len(chunks) + 1, "totalTokenCount": 25 + len(chunks),
+                 "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 24}]}  # fmt: skip
         payload = {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model, "responseId": response_id}
         chunks.append("data: " + json.dumps(payload, separators=(",", ": "), ensure_ascii=False) + "\r\n\r\n")
-        parts.clear()
+        pieces.clear()
 
     for event in _varied_anthropic_events(rng, target_bytes):
         delta = event.get("delta", {})
-        if delta.get("type") == "text_delta":
-            parts.append({"text": delta["text"]})
-        elif delta.get("type") == "thinking_delta":
-            parts.append({"text": delta["thinking"], "thought": True})
-        elif delta.get("type") == "input_json_delta":
+        if delta.get("type") == "input_json_delta":
             call_args += delta["partial_json"]
-        if len(parts) >= rng.randint(2, 5):
+            continue
+        if delta.get("type") not in ("text_delta", "thinking_delta"):
+            continue
+        is_thought = delta["type"] == "thinking_delta"
+        if pieces and is_thought != thought:
             flush()
-    if call_args:
-        parts.append({"functionCall": {"name": rng.choice(_TOOL_NAMES), "args": json.loads(call_args)}})
-    flush("STOP")
+        thought = is_thought
+        pieces.append(delta["thinking"] if is_thought else delta["text"])
+        if len(pieces) >= rng.randint(2, 5):
+            flush()
+    call = {"name": rng.choice(_TOOL_NAMES), "args": json.loads(call_args)} if call_args else None
+    flush("STOP", call)
     return "".join(chunks).encode()
 
 

@@ -9,12 +9,14 @@ lines between the "event:" line and the data, a frame whose CRC is wrong."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fastsse import _scanner_py
 from loadtests import eventstream as es
 
 from .feeding import agree as twins_agree
@@ -323,6 +325,100 @@ def test_converse_a_repeat_of_another_kind():
     other = es.event("contentBlockStart", {"contentBlockIndex": 0, "delta": {"text": "w"}}, pad=3)
     verdict, _ = agree(c_stream(*deltas, other, *deltas), "bedrock-converse")
     assert verdict.text_events == 8
+
+
+# ---------------------------------------------------------------------------------- invoke
+
+
+def i_chunk(model_event: bytes, pad: int = 0, payload: bytes | None = None) -> bytes:
+    """An InvokeModel chunk carrying model_event's bytes as they are (payload: the whole JSON
+    payload instead, with the base64 in it as {b64})."""
+    b64 = base64.b64encode(model_event)
+    if payload is None:
+        payload = b'{"bytes":"%s"%s}' % (b64, b',"p":"%s"' % es.PADDING[:pad].encode() if pad else b"")
+    else:
+        payload = payload.replace(b"{b64}", b64)
+    return es.frame({":event-type": "chunk", ":content-type": es.JSON, ":message-type": "event"}, payload)
+
+
+def i_stream(*chunks: bytes, stop: bytes = b"end_turn") -> bytes:
+    start = b'{"type":"message_start","message":{"model":"claude","id":"m","type":"message","role":"assistant","content":[],"usage":{"input_tokens":1,"output_tokens":1}}}'
+    block = b'{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'
+    end = [
+        b'{"type":"content_block_stop","index":0}',
+        b'{"type":"message_delta","delta":{"stop_reason":"%s"},"usage":{"output_tokens":9}}' % stop,
+        b'{"type":"message_stop","amazon-bedrock-invocationMetrics":{"inputTokenCount":1}}',
+    ]
+    return i_chunk(start) + i_chunk(block) + b"".join(chunks) + b"".join(i_chunk(e, pad=3) for e in end)
+
+
+def i_delta(text: bytes, kind: bytes = b"text_delta", key: bytes = b"text") -> bytes:
+    return b'{"type":"content_block_delta","index":0,"delta":{"type":"%s","%s":"%s"}}' % (kind, key, text)
+
+
+def test_invoke_decoded_events_are_replayed():
+    deltas = [i_chunk(i_delta(b"word %d" % i), pad=1 + i % 30) for i in range(20)]
+    verdict, replayed = agree(i_stream(*deltas), "bedrock-invoke")
+    assert verdict.category == "complete" and verdict.text_events == 20
+    assert replayed >= 18
+    empty = [i_chunk(i_delta(b"" if i % 3 else b"w")) for i in range(12)]  # empty deltas count nothing
+    verdict, replayed = agree(i_stream(*empty), "bedrock-invoke")
+    assert verdict.text_events == 4 and replayed >= 10
+
+
+def test_invoke_a_tool_input_among_repeats_is_read():
+    deltas = [i_chunk(i_delta(b"w")) for _ in range(4)]
+    tool = i_chunk(i_delta(b'{\\"a\\":', b"input_json_delta", b"partial_json"))
+    verdict, _ = agree(i_stream(*deltas, tool, *deltas), "bedrock-invoke")
+    assert verdict.text_events == 8
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"bytes":"{b64}"}',  # no padding
+        b'{"bytes": "{b64}"}',  # a blank: the reader reads it
+        b'{"p":"abc","bytes":"{b64}"}',
+        b'{"bytes":"{b64}","p":"ab\\u0063"}',  # an escape in the padding
+        b'{"bytes":"{b64}","p":"abc","q":1}',
+        b'{"bytes":"{b64}","p":"abc"} ',
+        b'{"bytes":"{b64}","p":"abc"',  # not JSON
+        b'{"bytes":"{b64}","p":"abc}',
+        b'{"bytes":"{b64}","p":"a\x01c"}',  # a control byte
+        b'{"bytes":"{b64}",}',
+        b'{"bytes":"{b64}"',
+        b'{"bytes":"{b64}\\u0041"}',  # an escape in the base64
+        b'{"bytes":"{b64}","p":1}',
+        b'{"bytes":"{b64}","p":"\xc3\xa9"}',
+        b'{"bytes":"{b64}","p":""}',
+        b'{"bytes":"{b64}","p":"%s"}' % (b"a" * 200),  # longer than the padding looked for
+        b'{"bytes":"{b64}","p":"x","p":"y"}',
+        b'{"bytes":"","p":"x"}',
+        b'{"bytes":"{b64}","q":"x"}',
+    ],
+)
+def test_invoke_chunk_payloads_not_as_bedrock_writes_them(payload):
+    """The compiled twin reads a payload written as Bedrock writes it without the JSON reader;
+    anything else is read, and both twins agree."""
+    deltas = [i_chunk(i_delta(b"w")) for _ in range(3)]
+    agree(i_stream(*deltas, i_chunk(i_delta(b"x"), payload=payload), *deltas), "bedrock-invoke")
+
+
+@pytest.mark.parametrize("size", range(1, 121))
+def test_invoke_base64_of_every_length(size):
+    """The compiled twin decodes base64 16 characters a step where the CPU allows: every length,
+    and each of a few bytes outside the alphabet (or padding where it may not be) at every
+    position of the encoded event, against the Python twin's binascii."""
+    event = i_delta(b"\\u00e9" * (size // 6) + b"x" * (size % 6))
+    good = base64.b64encode(event)
+    verdict, _ = agree(i_stream(i_chunk(event)), "bedrock-invoke")
+    assert verdict.category == "complete" and verdict.text_events == 1
+    for at in range(0, len(good) - 2, 1 if size < 30 else 7):  # (the last two may be padding)
+        bad = good[:at] + b"*=-\x80_"[at % 5 : at % 5 + 1] + good[at + 1 :]
+        stream = i_stream(i_chunk(b"", payload=b'{"bytes":"%s"}' % bad))
+        scanned = _scanner_c.scan(stream, "bedrock-invoke")
+        assert scanned == _scanner_py.scan(stream, "bedrock-invoke")
+        assert scanned.malformed_events == 1, at
 
 
 # ---------------------------------------------------------------------------------- near repeats
