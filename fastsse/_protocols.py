@@ -95,6 +95,11 @@ A_START_IMAGE = 54  # ... an image block
 # Bedrock InvokeModel: amazon-bedrock-invocationMetrics, which Bedrock adds to the last chunk of
 # every model's stream (BEDROCK_INVOKE_END)
 A_INVOCATION_METRICS = 55
+# bedrock-invoke, models whose chunks are chat-shaped but say why they stopped in
+# choices[].stop_reason (Mistral Large's chat format, DeepSeek-R1 as AWS documents its body): the
+# choice's finish reason there when finish_reason is absent.  (vLLM's chat chunks carry a
+# stop_reason too, the stop string that matched, beside finish_reason: not read in chat.)
+A_CHOICE_STOP = 56
 
 # Actions whose string value is captured whole (unescaped) for a JSON validator; every other
 # captured string keeps at most CAPTURE_BYTES bytes: they are enum values, never payload.
@@ -121,6 +126,7 @@ SHORT_CAPTURE_ACTIONS = frozenset(
         A_STATUS,
         A_STOP_DETAIL,
         A_NATIVE_FINISH,
+        A_CHOICE_STOP,
     }
 )
 CAPTURE_BYTES = 64
@@ -146,7 +152,10 @@ JSON_PATHS = (
     ("choices[].index", A_CHOICE_INDEX),
     ("choices[].finish_reason", A_FINISH),
     ("choices[].native_finish_reason", A_NATIVE_FINISH),
+    ("choices[].stop_reason", A_CHOICE_STOP),
     ("choices[].delta.content", A_TEXT),
+    ("choices[].message.content", A_TEXT),  # a whole message (Mistral's chat format on Bedrock)
+    ("choices[].text", A_TEXT),  # a completion's text (DeepSeek-R1 on Bedrock, as AWS documents it)
     ("choices[].delta.content[]", A_PART),  # Mistral: content is a list of typed parts
     ("choices[].delta.content[].type", A_PART_TYPE),
     ("choices[].delta.content[].text", A_PART_TEXT),
@@ -910,20 +919,44 @@ _BEDROCK_DOCS = "docs.aws.amazon.com/bedrock/latest/userguide/"
 _OT = "open-telemetry/opentelemetry-python-contrib at 466ae4c0, botocore instrumentation's recorded streams"
 _TL = "traceloop/openllmetry at 93429cfb, bedrock instrumentation's recorded streams"
 _PK = "Portkey-AI/gateway at 669825cb, `src/providers/bedrock/`"
+_LL = (
+    "BerriAI/litellm at 22255128, `llms/bedrock/chat/invoke_transformations/amazon_deepseek_transformation.py`"
+    " (DeepSeek-R1)"
+)
 # Each family: how its events look (what fastsse reads: the text, and the field that says why it
 # ended), and the values of that field with what they mean and where that is written.  Its end
 # is the chunk that carries amazon-bedrock-invocationMetrics, which Bedrock adds to the last
 # chunk of every model's stream (recorded for Titan and Nova: OT, TL).
 BEDROCK_INVOKE_FAMILIES = {
-    "Meta Llama": {
+    "Meta Llama; DeepSeek-R1 (as LiteLLM reads its stream)": {
         "example": {"generation": "Hi", "prompt_token_count": None, "generation_token_count": 1, "stop_reason": None},
         "end": "stop_reason",
         "values": {
             "stop": (
                 "the model finished, or a stop string matched",
-                _BEDROCK_DOCS + "model-parameters-meta.html; " + _PK,
+                _BEDROCK_DOCS + "model-parameters-meta.html; " + _PK + "; " + _LL,
             ),
             "length": ("max_gen_len ran out", _BEDROCK_DOCS + "model-parameters-meta.html; " + _PK),
+        },
+    },
+    "DeepSeek-R1 (as AWS documents its answer)": {
+        "example": {"choices": [{"text": "Hi", "stop_reason": None}]},
+        "end": "choices[].stop_reason",
+        "values": {
+            "stop": ("the model finished", _BEDROCK_DOCS + "model-parameters-deepseek.html"),
+            "length": ("max_tokens ran out", _BEDROCK_DOCS + "model-parameters-deepseek.html"),
+        },
+    },
+    "Mistral (chat format: Mistral Large 2 and later)": {
+        "example": {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}, "stop_reason": None}]},
+        "end": "choices[].stop_reason",
+        "values": {
+            "stop": ("the model finished", _BEDROCK_DOCS + "model-parameters-mistral-chat-completion.html"),
+            "length": ("max_tokens ran out", _BEDROCK_DOCS + "model-parameters-mistral-chat-completion.html"),
+            "tool_calls": (
+                "the model called a tool and waits for its result",
+                _BEDROCK_DOCS + "model-parameters-mistral-chat-completion.html",
+            ),
         },
     },
     "Amazon Titan Text": {

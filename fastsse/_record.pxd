@@ -74,6 +74,7 @@ cdef enum Action:
     A_START_RESULT = 53
     A_START_IMAGE = 54
     A_INVOCATION_METRICS = 55
+    A_CHOICE_STOP = 56
 
 cdef enum:  # what an item or block is (_protocols.OUT_*), and what whole items held (ITEM_*)
     OUT_NONE = 0
@@ -143,6 +144,7 @@ ctypedef struct Choice:
     int64_t index  # -1: not sent
     Str finish
     Str native  # OpenRouter's native_finish_reason
+    Str stop  # choices[].stop_reason (A_CHOICE_STOP: bedrock-invoke reads it)
     int text, reasoning, refusal, tool, output
     bint audio_end  # delta.audio said when it expires
     int tool_start, tool_count  # slice of Record.tools
@@ -298,6 +300,7 @@ cdef inline void record_begin(Record* r, int action, bint is_object) noexcept:
         r.choice.index = -1
         r.choice.finish.len = -1
         r.choice.native.len = -1
+        r.choice.stop.len = -1
         r.choice.tool_start = r.n_tools
     elif action == A_PART:
         if r.in_choice:
@@ -449,6 +452,9 @@ cdef inline void record_scalar(Record* r, int action, int kind, const Str* value
     elif action == A_NATIVE_FINISH:
         if r.in_choice and value.len > 0:
             r.choice.native = value[0]
+    elif action == A_CHOICE_STOP:
+        if r.in_choice and value.len > 0:
+            r.choice.stop = value[0]
     elif action == A_TEXT:
         if nonempty and r.in_choice:
             r.choice.text += 1

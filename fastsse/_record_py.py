@@ -63,7 +63,8 @@ _KIND_BITS = {d.OUT_NONE: 0, d.OUT_REASONING: d.ITEM_REASONING, d.OUT_TOOL: d.IT
 
 class Choice:
     __slots__ = (
-        "ordinal", "index", "finish", "native", "text", "reasoning", "refusal", "tool", "output", "audio_end", "tools",
+        "ordinal", "index", "finish", "native", "stop", "text", "reasoning", "refusal", "tool", "output", "audio_end",
+        "tools",
     )  # fmt: skip
 
     def __init__(self, ordinal: int) -> None:
@@ -71,6 +72,7 @@ class Choice:
         self.index: int | None = None
         self.finish: bytes | None = None
         self.native: bytes | None = None
+        self.stop: bytes | None = None  # choices[].stop_reason (bedrock-invoke reads it)
         self.text = self.reasoning = self.refusal = self.tool = self.output = 0
         self.audio_end = False  # delta.audio said when it expires
         self.tools: list[ToolFragment] = []
@@ -411,6 +413,7 @@ _ON_STRING: dict[int, Rule] = {
     d.A_FLAT_CODE: _field("flat_code"),
     d.A_FINISH: _choice_named("finish"),
     d.A_NATIVE_FINISH: _choice_named("native"),
+    d.A_CHOICE_STOP: _choice_named("stop"),
     d.A_TEXT: _choice_count("text"),
     d.A_REASONING: _choice_count("reasoning"),
     d.A_REFUSAL: _choice_count("refusal"),

@@ -136,7 +136,7 @@ cdef dict _C_CONSTANTS = {
     "A_ITEM_TEXT": A_ITEM_TEXT, "A_ITEM_REFUSAL": A_ITEM_REFUSAL, "A_OUTPUT_INDEX": A_OUTPUT_INDEX,
     "A_AUDIO_END": A_AUDIO_END, "A_CHUNK_BYTES": A_CHUNK_BYTES, "A_DONE": A_DONE, "A_CALL": A_CALL,
     "A_START_TOOL": A_START_TOOL, "A_START_RESULT": A_START_RESULT, "A_START_IMAGE": A_START_IMAGE,
-    "A_INVOCATION_METRICS": A_INVOCATION_METRICS,
+    "A_INVOCATION_METRICS": A_INVOCATION_METRICS, "A_CHOICE_STOP": A_CHOICE_STOP,
     "OUT_NONE": OUT_NONE, "OUT_TEXT": OUT_TEXT, "OUT_REASONING": OUT_REASONING,
     "OUT_TOOL": OUT_TOOL, "OUT_OTHER": OUT_OTHER, "ITEM_TEXT": ITEM_TEXT,
     "ITEM_REFUSAL": ITEM_REFUSAL, "ITEM_REASONING": ITEM_REASONING, "ITEM_TOOL": ITEM_TOOL,
@@ -1160,8 +1160,8 @@ cdef class Scanner:
         for i in range(r.n_choices):
             # a finish reason is state, and so are a Gemini part's calls; a choice seen before
             # is not
-            if (r.choices[i].finish.len >= 0 or r.choices[i].tool or r.choices[i].output
-                    or r.choices[i].audio_end):
+            if (r.choices[i].finish.len >= 0 or r.choices[i].stop.len >= 0 or r.choices[i].tool
+                    or r.choices[i].output or r.choices[i].audio_end):
                 return False
         return True
 
@@ -1520,17 +1520,21 @@ cdef class Scanner:
         cdef int i, k
         cdef bint all_final
         cdef Str audio_end
+        cdef Str* finish
         for i in range(r.n_choices):
             choice = &r.choices[i]
             index = choice.index if choice.index >= 0 else choice.ordinal
-            if (choice.finish.len < 0 and choice.audio_end and not (choice.output or choice.text)
+            finish = &choice.finish
+            if finish.len < 0 and self.outer == D_BEDROCK_INVOKE:
+                finish = &choice.stop  # (_protocols.A_CHOICE_STOP)
+            if (finish.len < 0 and choice.audio_end and not (choice.output or choice.text)
                     and not self._finished(index)):
                 # an audio answer's last chunk: the end, unless a finish reason came already
                 audio_end.len = 0
                 str_append(&audio_end, PyBytes_AS_STRING(_audio_end), PyBytes_GET_SIZE(_audio_end))
                 self._finish(index, &audio_end)
             else:
-                self._finish(index, &choice.finish)
+                self._finish(index, finish)
             if self.limit is not None:
                 return 0
             self._add_content(choice.text, choice.reasoning, choice.refusal)

@@ -620,6 +620,8 @@ class Scanner:
         for choice in record.choices:
             index = choice.index if choice.index is not None else choice.ordinal
             raw = choice.finish
+            if raw is None and self._outer == "bedrock-invoke":
+                raw = choice.stop  # (_protocols.A_CHOICE_STOP)
             if raw is None and choice.audio_end and not (choice.output or choice.text):
                 # an audio answer's last chunk: the end, unless a finish reason came already
                 if self._finishes.get(index) is None:

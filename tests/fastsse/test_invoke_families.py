@@ -60,8 +60,26 @@ def nova(reason: str | None) -> list[dict]:
     return [*events, {"metadata": {"usage": {"inputTokens": 5, "outputTokens": 2}, "metrics": {}, "trace": {}}}]
 
 
+def deepseek(reason: str | None) -> list[dict]:
+    """DeepSeek-R1's answer as AWS documents it (model-parameters-deepseek): a completion's text."""
+    return [
+        {"choices": [{"text": "Hello", "stop_reason": None}]},
+        {"choices": [{"text": " there", "stop_reason": reason}]},
+    ]
+
+
+def mistral_chat(reason: str | None) -> list[dict]:
+    """Mistral's chat format (Mistral Large 2 and later; model-parameters-mistral-chat-completion)."""
+    return [
+        {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello"}, "stop_reason": None}]},
+        {"choices": [{"index": 0, "message": {"role": "assistant", "content": " there"}, "stop_reason": reason}]},
+    ]
+
+
 BUILDERS = {
-    "Meta Llama": llama,
+    "Meta Llama; DeepSeek-R1 (as LiteLLM reads its stream)": llama,
+    "DeepSeek-R1 (as AWS documents its answer)": deepseek,
+    "Mistral (chat format: Mistral Large 2 and later)": mistral_chat,
     "Amazon Titan Text": titan,
     "Mistral (text completion)": mistral,
     "Cohere Command": cohere,
@@ -159,3 +177,30 @@ def test_openai_compatible_models_end_with_bedrocks_last_chunk():
     assert agree(invoke(first, last), "bedrock-invoke").category == "no_end_marker"
     length = {**last, "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}
     assert agree(invoke(first, {**length, **METRICS}), "bedrock-invoke").category == "truncated_length"
+
+
+def test_a_chat_shaped_finish_reason_still_speaks_first():
+    """Mistral's chat format as LiteLLM reads it (choices[].finish_reason): read as chat's, and
+    finish_reason wins over a stop_reason beside it."""
+    first = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": None}]}
+    last = {"choices": [{"index": 0, "message": {"content": ""}, "finish_reason": "length", "stop_reason": "stop"}]}
+    verdict = agree(invoke(first, {**last, **METRICS}), "bedrock-invoke")
+    assert (verdict.category, verdict.finish_reason_raw, verdict.text_events) == ("truncated_length", "length", 1)
+
+
+def test_chat_does_not_read_vllms_stop_reason():
+    """vLLM's chat chunks carry stop_reason (the stop string that matched, or null) beside
+    finish_reason: outside Bedrock it is never the finish reason."""
+    chunk = b'data: {"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null,"stop_reason":"###"}]}\n\n'
+    verdict = agree(chunk + b"data: [DONE]\n\n", "chat")
+    assert verdict.category == "missing_finish_reason" and verdict.finish_reason_raw is None
+
+
+def test_a_chat_shaped_stop_reason_is_never_replayed_past():
+    """Many chunks that repeat one shape, the last with a stop_reason: the compiled twin, which
+    replays repeats, must read the last."""
+    chunks = [{"choices": [{"text": f"w{i}", "stop_reason": None}]} for i in range(12)]
+    for reason, category in (("stop", "complete"), ("length", "truncated_length")):
+        last = {"choices": [{"text": "w99", "stop_reason": reason}], **METRICS}
+        verdict = agree(invoke(*chunks, last), "bedrock-invoke")
+        assert (verdict.category, verdict.text_events) == (category, 13)
