@@ -18,7 +18,9 @@ back to reading the event.
 
 The other dialects replay the same way, each where its rules only count: Anthropic's and
 Converse's text and thinking block deltas (not a tool's input, whose pieces go to its JSON
-check), Responses' text, refusal and reasoning deltas (not a call's arguments), Ollama's lines
+check), Responses' text, refusal and reasoning deltas and a call's argument deltas (the delta an
+H_ARGS hole whose fragment goes to the JSON check of the item at the kept event's output_index,
+as reading it would; Memo.block), Ollama's lines
 that are not the last, and Gemini's chunks without a finish (a Gemini part's text is a hole
 whose role its part decides: text in a text part, free in a thought part, which counts once;
 replaying one turns the end marker off, as reading it would).  Besides the current kept event a
@@ -118,6 +120,8 @@ ctypedef struct Memo:  # the event a stream keeps to replay the ones that repeat
     Py_ssize_t headers  # a kept frame's: the length of its headers, which come first in event
     bint tool  # it carries one tool call fragment, without an id
     int64_t tool_choice, tool_index  # which call the fragment continues
+    bint block  # it is a Responses argument delta (its delta an H_ARGS hole)
+    int64_t block_index  # the output_index whose arguments it continues
 
 cdef inline int memo_set(Memo* m, const unsigned char* event, Py_ssize_t size, Py_ssize_t tail,
                          int n_holes, const Py_ssize_t* starts, const Py_ssize_t* ends,

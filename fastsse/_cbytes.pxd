@@ -14,6 +14,7 @@ from libc.string cimport memcmp, memcpy
 cdef extern from "_simd.h":
     Py_ssize_t fastsse_plain_run(const unsigned char* p, Py_ssize_t n) noexcept nogil
     Py_ssize_t fastsse_last_stop(const unsigned char* p, Py_ssize_t n) noexcept nogil
+    Py_ssize_t fastsse_blank_run(const unsigned char* p, Py_ssize_t n) noexcept nogil
     bint fastsse_equal(const unsigned char* a, const unsigned char* b, Py_ssize_t n) noexcept nogil
     void fastsse_prefetch(const unsigned char* p, Py_ssize_t n) noexcept nogil
 

@@ -23,7 +23,7 @@ functions only.
 from libc.stdint cimport int64_t
 from libc.string cimport memcmp, memset
 
-from ._cbytes cimport CAP, Pos, Str, buf_append, fastsse_plain_run, str_append
+from ._cbytes cimport CAP, Pos, Str, buf_append, fastsse_blank_run, fastsse_plain_run, str_append
 from ._json cimport (MAX_INT, _full_capture, _hex, _is_ws, _node_action, _node_element,
                      _short_capture, _unescape, tree_child)
 from ._record cimport (A_DELTA, A_DELTA_TEXT, A_DELTA_THINKING, A_PART_TEXT, A_REASONING, A_REFUSAL, A_SEQ,
@@ -104,9 +104,7 @@ cdef inline Pos skip_ws(Pos p, Pos end) noexcept:
 cdef inline Pos skip_blanks(Pos p, Pos end) noexcept:
     """Spaces and tabs: what an H_SPACE hole may hold when an event is replayed (never a line
     end, which would frame the event differently)."""
-    while p < end and (p[0] == b' ' or p[0] == b'\t'):
-        p += 1
-    return p
+    return p + fastsse_blank_run(p, end - p)
 
 cdef inline int capture_bytes(Record* r, int capture, Str* sbuf, const char* p,
                               Py_ssize_t n) except -1:

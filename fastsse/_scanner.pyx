@@ -27,7 +27,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
-from libc.string cimport memchr, memcmp
+from libc.string cimport memchr, memcmp, memcpy
 
 from ._cbytes cimport (CAP, MAX_CHOICES, MAX_DEPTH, MAX_TOOL_CALLS, Pos, Str, StrTable,
                        array_reserve, buf_append, buf_free, buf_reserve, fastsse_last_stop,
@@ -828,7 +828,7 @@ cdef class Scanner:
         cdef Py_ssize_t args_width
         cdef int64_t seq
         cdef Pos q
-        if self.memo.tool or self.memo.seq:
+        if self.memo.tool or self.memo.seq or self.memo.block:
             return False  # (no such event is kept: neither Converse's rules nor Bedrock's read them)
         q = NULL
         if self.memo.headers == headers:
@@ -1147,10 +1147,11 @@ cdef class Scanner:
             return (r.done != 1 and r.calls == 0 and r.n_choices == 0 and r.n_tools == 0
                     and _deltas_only(r))
         if self.detected == D_RESPONSES:
-            # a text, refusal or reasoning delta (not a call's arguments, which are state)
+            # a text, refusal or reasoning delta, or a call's argument delta (whose fragment a
+            # replay feeds to its item's JSON check, as reading it does)
             return ((self.kind == K_TEXT_DELTA or self.kind == K_REFUSAL_DELTA
-                     or self.kind == K_REASONING_DELTA) and r.n_choices == 0 and r.n_tools == 0
-                    and _deltas_only(r))
+                     or self.kind == K_REASONING_DELTA or self.kind == K_ARGS_DELTA)
+                    and r.n_choices == 0 and r.n_tools == 0 and _deltas_only(r))
         if self.detected != D_CHAT and not (self.detected == D_GEMINI and r.block_reason.len < 0):
             return False
         # One tool call fragment without an id continues the call it names: seen again, it
@@ -1174,6 +1175,7 @@ cdef class Scanner:
         cdef Py_ssize_t starts[MAX_HOLES]
         cdef Py_ssize_t ends[MAX_HOLES]
         cdef Py_ssize_t base[N_ROLES]
+        cdef unsigned char roles[MAX_HOLES]
         cdef int i, args = 0
         for i in range(r.n_holes):
             args += r.hole_role[i] == H_ARGS
@@ -1181,6 +1183,14 @@ cdef class Scanner:
             return 0  # arguments sent twice in one fragment: read such events
         self._spare_memo()
         self.memo.tool = r.n_tools == 1
+        # a Responses argument delta: its delta (one, _deltas_only) is the arguments, fed to the
+        # JSON check of the item at its output_index
+        self.memo.block = self.detected == D_RESPONSES and self.kind == K_ARGS_DELTA
+        self.memo.block_index = r.output_index
+        memcpy(roles, r.hole_role, r.n_holes * sizeof(unsigned char))
+        for i in range(r.n_holes):
+            if self.memo.block and roles[i] == H_DELTA:
+                roles[i] = H_ARGS
         _count_as(self.memo.count_as, self.detected, self.kind)
         self.memo.seq = False
         self.memo.reopens = self.detected == D_GEMINI and r.n_choices > 0
@@ -1197,7 +1207,7 @@ cdef class Scanner:
         for i in range(r.n_holes):
             starts[i] = value_off + r.hole_start[i]
             ends[i] = value_off + r.hole_end[i]
-        return memo_set(&self.memo, event, size, tail, r.n_holes, starts, ends, r.hole_role, base)
+        return memo_set(&self.memo, event, size, tail, r.n_holes, starts, ends, roles, base)
 
     cdef void _free_memos(self) noexcept:
         cdef int i
@@ -1235,7 +1245,7 @@ cdef class Scanner:
         cdef Memo swap
         cdef int i
         for i in range(SPARE_MEMOS):
-            if (self.spare[i].event.len == 0 or self.spare[i].tool
+            if (self.spare[i].event.len == 0 or self.spare[i].tool or self.spare[i].block
                     or (headers >= 0 and self.spare[i].headers != headers)):
                 continue
             close = self._memo_match(&self.spare[i], q, end, counts, same, args, args_width, seq)
@@ -1257,11 +1267,19 @@ cdef class Scanner:
         cdef Py_ssize_t counts[COUNTED]
         cdef unsigned same  # the holes that held the kept value again
         cdef int64_t seq = -1
-        cdef ToolCall* call = NULL
+        cdef ToolCall* call
+        cdef Block* block
+        cdef Json* args_json = NULL  # where the arguments of the kept event's repeats go
         if self.memo.tool:
             call = self._find_call(self.memo.tool_choice, self.memo.tool_index)
             if call == NULL:
                 return pos  # cannot happen: the kept event made or found it
+            args_json = call.json
+        elif self.memo.block:
+            block = self._block(self.memo.block_index, False)
+            if block == NULL:
+                return pos  # its item's arguments ended since: a repeat starts them anew
+            args_json = block.json
         while True:
             fastsse_prefetch(p + pos + PREFETCH_AHEAD, self.memo.event.len)
             q = memo_match(&self.memo, &self.rec, p + pos, end, counts, &same, &args,
@@ -1280,17 +1298,17 @@ cdef class Scanner:
             # what _handle_event and the rules would do with it
             self.events += 1
             if args_width:
-                self._feed_args(call, args, args_width)
+                self._feed_args(args_json, args, args_width)
             self._count_replayed(counts, same)
             pos = q - p
 
-    cdef int _feed_args(self, ToolCall* call, Pos s, Py_ssize_t n) except -1:
+    cdef int _feed_args(self, Json* check, Pos s, Py_ssize_t n) except -1:
         """A replayed fragment's arguments, the JSON string content s[:n] (as read_args left
-        it), added to the call's JSON check."""
+        it), added to its call's JSON check."""
         if self.args_captured:
-            json_feed(call.json, <Pos>self.rec.captured.p, self.rec.captured.len)
+            json_feed(check, <Pos>self.rec.captured.p, self.rec.captured.len)
         else:
-            json_feed(call.json, s, n)
+            json_feed(check, s, n)
         return 0
 
     cdef bint _templatable(self) noexcept:
@@ -1349,7 +1367,7 @@ cdef class Scanner:
             templates_paid(tt, True)
             if t.keep and size <= MEMO_MAX_BYTES:
                 self._spare_memo()
-                self.memo.tool = self.memo.seq = self.memo.reopens = False
+                self.memo.tool = self.memo.seq = self.memo.reopens = self.memo.block = False
                 self.memo.headers = -1
                 _count_as(self.memo.count_as, D_CHAT, -1)
                 memo_set(&self.memo, p + pos, size, t.tail, t.n_holes, starts, ends, t.role,

@@ -4,6 +4,8 @@
 #define FASTSSE_SIMD_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -88,6 +90,24 @@ static inline int fastsse_equal(const unsigned char *a, const unsigned char *b, 
         if (a[i] != b[i])
             return 0;
     return 1;
+}
+
+/* The length of the run of spaces and tabs that p[0:n] starts with. */
+static inline ptrdiff_t fastsse_blank_run(const unsigned char *p, ptrdiff_t n) {
+    ptrdiff_t i = 0;
+#if defined(__SSE2__)
+    const __m128i space = _mm_set1_epi8(' ');
+    const __m128i tab = _mm_set1_epi8('\t');
+    for (; i + 16 <= n; i += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(p + i));
+        int mask = ~_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, space), _mm_cmpeq_epi8(x, tab))) & 0xFFFF;
+        if (mask)
+            return i + __builtin_ctz((unsigned)mask);
+    }
+#endif
+    while (i < n && (p[i] == ' ' || p[i] == '\t'))
+        i++;
+    return i;
 }
 
 /* Ask for p[0:n] to be brought into the cache ahead of its reading (a hint: p may be past the

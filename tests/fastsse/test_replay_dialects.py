@@ -212,22 +212,78 @@ def test_responses_refusal_and_reasoning_deltas_count_as_theirs():
     assert (verdict.text_events, verdict.refusal_events, verdict.reasoning_events) == (0, 4, 3)
 
 
-def test_responses_argument_deltas_are_read_not_replayed():
-    added = a_event(
-        b"response.output_item.added",
-        b'{"type":"response.output_item.added","output_index":1,"item":{"id":"fc_1","type":"function_call","name":"f","arguments":""},"sequence_number":2}',
+def r_args(index: int, piece: bytes, seq: int) -> bytes:
+    return a_event(
+        b"response.function_call_arguments.delta",
+        b'{"type":"response.function_call_arguments.delta","item_id":"fc_%d","output_index":%d,"delta":"%s",'
+        b'"obfuscation":"ab","sequence_number":%d}' % (index, index, piece, seq),
     )
-    pieces = [b'{\\"a\\": ', b"1", b"}}"]
-    deltas = [
-        a_event(
-            b"response.function_call_arguments.delta",
-            b'{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"%s","sequence_number":%d}'
-            % (p, 3 + i),
-        )
-        for i, p in enumerate(pieces)
-    ]
-    verdict, replayed = agree(r_stream(added, *deltas))
-    assert verdict.category == "tool_call_malformed" and replayed == 0
+
+
+def r_call(index: int, seq: int) -> bytes:
+    return a_event(
+        b"response.output_item.added",
+        b'{"type":"response.output_item.added","output_index":%d,"item":{"id":"fc_%d","type":"function_call",'
+        b'"name":"f","arguments":""},"sequence_number":%d}' % (index, index, seq),
+    )
+
+
+def r_args_done(index: int, seq: int) -> bytes:
+    return a_event(
+        b"response.function_call_arguments.done",
+        b'{"type":"response.function_call_arguments.done","item_id":"fc_%d","output_index":%d,"arguments":"{}",'
+        b'"sequence_number":%d}' % (index, index, seq),
+    )
+
+
+@pytest.mark.parametrize(
+    ("pieces", "category"),
+    [
+        ([b'{\\"a\\": ', b"1", b"2", b"}"], "complete"),
+        ([b'{\\"a\\": ', b"1", b"}}"], "tool_call_malformed"),  # one closing brace too many
+        ([b'{\\"a\\": [', b"1,", b"2,", b"3", b"]", b"}"], "complete"),
+        ([b'{\\"a\\": [', b"1,", b"2,", b"3", b"]"], "tool_call_malformed"),  # never closed
+        ([b'{\\"a\\": \\"', b"x\\\\n", b"\\u00e9", b'\\"}'], "complete"),  # escapes: the captured path
+        ([b'{\\"a\\": \\"', b"x\\\\n", b"\\u00e9", b'\\"}}'], "tool_call_malformed"),
+        ([b'{\\"a\\": \\"', b"x\\n", b"y", b'\\"}'], "tool_call_malformed"),  # a raw line end in a string
+    ],
+)
+def test_responses_argument_deltas_feed_their_calls_json_check(pieces, category):
+    """A call's argument deltas are replayed: each repeat's fragment goes to the JSON check of
+    its item, as reading it would; what the check finds at the item's end is the same."""
+    seq = 2
+    events = [r_call(1, seq)]
+    for piece in pieces:
+        seq += 1
+        events.append(r_args(1, piece, seq))
+    events.append(r_args_done(1, seq + 1))
+    verdict, replayed = agree(r_stream(*events))
+    assert verdict.category == category
+    assert replayed >= len(pieces) - 2
+
+
+def test_responses_argument_deltas_of_two_calls_take_turns():
+    """Two calls' fragments interleaved: each repeat goes to its own item's check (output_index
+    is compared, never a hole)."""
+    events = [r_call(1, 2), r_call(2, 3)]
+    seq = 3
+    for a, b in ((b"{", b"["), (b"}", b"1"), (b"", b"]")):
+        events += [r_args(1, a, seq + 1), r_args(2, b, seq + 2)]
+        seq += 2
+    events += [r_args_done(1, seq + 1), r_args_done(2, seq + 2)]
+    verdict, _ = agree(r_stream(*events))
+    assert verdict.category == "complete" and verdict.tool_calls == 2
+    events[-3] = r_args(2, b"}", seq)  # the second call's last fragment closes what never opened
+    assert agree(r_stream(*events))[0].category == "tool_call_malformed"
+
+
+def test_responses_argument_deltas_after_their_item_ended():
+    """A repeat of the kept fragment after its item's arguments were done starts them anew: read,
+    not fed to a check that no longer exists."""
+    events = [r_call(1, 2), r_args(1, b"{", 3), r_args(1, b"}", 4), r_args_done(1, 5)]
+    events += [r_args(1, b"}", 6), r_args(1, b"}", 7), r_args_done(1, 8)]
+    verdict, _ = agree(r_stream(*events))
+    assert verdict.category == "tool_call_malformed"
 
 
 # ---------------------------------------------------------------------------------- ollama
@@ -455,7 +511,15 @@ def responses_near_repeats(draw):
                 + [b"response.refusal.delta", b"response.function_call_arguments.delta"]
             )
         )
-        events.append(r_delta(seq, draw(hole_text), kind, draw(hole_text)))
+        if kind == b"response.function_call_arguments.delta" and draw(st.booleans()):
+            # a fragment of JSON arguments, and now and then the end of its item's arguments
+            text = draw(st.sampled_from([b"{", b"}", b"[", b"]", b"1", b",", b'\\"a\\":', b'\\"', b"", b" "]))
+            events.append(r_delta(seq, text, kind, draw(hole_text)))
+            if draw(st.integers(0, 5)) == 0:
+                seq += 1
+                events.append(r_args_done(0, seq))
+        else:
+            events.append(r_delta(seq, draw(hole_text), kind, draw(hole_text)))
     return r_stream(*events, last_seq=seq + 1)
 
 
