@@ -29,8 +29,14 @@ class Settings(BaseSettings):
     # fresh machine with nothing else.  PostgreSQL: postgresql+psycopg://user@host:5432/db
     database_url: str = "sqlite:///fastsse.sqlite3"
 
-    # A body over this is refused with 413 as soon as it is seen, read no further.
+    # A body over this is refused with 413 as soon as it is seen, read no further; a compressed
+    # body counts what it decodes to.
     max_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    # A compressed body that decodes to more than this many times the bytes received (past its
+    # first 8 MiB) is a decompression bomb: 413, read no further (service/content_encoding.py).
+    # MAX_BODY_BYTES bounds what any body decodes to; this stops sooner a body that only
+    # byte-identical repetition makes (varied streams compress 7 to 34:1).
+    max_decoded_ratio: float = Field(default=1000.0, ge=1)
     # Handed to fastsse: no SSE event (or line) may grow past this while it is scanned.
     max_event_bytes: int = Field(default=fastsse.DEFAULT_MAX_EVENT_BYTES, ge=1)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import hashlib
 import logging
 import re
 from collections.abc import AsyncIterable, Iterable
@@ -26,6 +27,7 @@ import fastsse
 from . import metrics
 from .auth import Gateway
 from .config import Settings
+from .content_encoding import BodyDecoder, RatioTooHigh, UndecodableBody
 from .db import utcnow
 from .judging import BodyTooLarge, StreamJudge, sanitize_tool, verdict_row
 from .uploads import UploadBrokeOff, UploadClock
@@ -220,6 +222,7 @@ class Refusal(enum.Enum):
     TOO_SLOW = "too_slow"  # the upload passed one of its timeouts
     BROKE_OFF = "broke_off"  # the client went away before the body was whole
     BAD_SIGNATURE = "bad_signature"  # a signed post whose body is not the one its signature covers
+    UNDECODABLE = "undecodable"  # the body is not what its Content-Encoding says
     INVALID = "invalid"  # a parameter is wrong for this service (ended_at out of range)
     CONFLICT = "conflict"  # the stream_id was stored with other bytes
     REUSED = "reused"  # the webhook-id of a signed post was used by another post
@@ -255,11 +258,15 @@ async def ingest(
     settings: Settings,
     writer: VerdictWriter,
     declared_length: str | None = None,
+    decoder: BodyDecoder | None = None,
 ) -> Outcome:
     """Judge the posted bytes as they arrive, store the verdict, and say what became of it.
 
     ``gateway`` is the authenticated caller; if it signed the post, the body must be the one
     its signature covers.  ``chunks`` raises ``UploadBrokeOff`` if the upload breaks off.
+    ``decoder``: the body's Content-Encoding, if it has one; what it decodes to is judged,
+    bounded and hashed (a stream posted compressed or not is the same stream), and a signature
+    covers the body as sent.
     """
     too_large = Refused(Refusal.TOO_LARGE, f"the body is larger than MAX_BODY_BYTES ({settings.max_body_bytes})")
     if declared_length is not None and declared_length.isdigit() and (int(declared_length) > settings.max_body_bytes):
@@ -281,12 +288,26 @@ async def ingest(
         params.protocol, max_body_bytes=settings.max_body_bytes, max_event_bytes=settings.max_event_bytes
     )
     clock = UploadClock(settings.upload_idle_timeout_seconds, settings.upload_timeout_seconds)
+    sent = hashlib.sha256() if decoder is not None and gateway.signed is not None else None
     try:
-        async for chunk in chunks:
-            clock.tick()
-            judge.feed(chunk)
+        if decoder is None:
+            async for chunk in chunks:
+                clock.tick()
+                judge.feed(chunk)
+        else:
+            async for chunk in chunks:
+                clock.tick()
+                if sent is not None:
+                    sent.update(chunk)
+                for piece in decoder.feed(chunk):
+                    judge.feed(piece)
+            decoder.finish()
     except BodyTooLarge:
         return too_large  # the rest is never read
+    except RatioTooHigh as exc:
+        return Refused(Refusal.TOO_LARGE, str(exc))
+    except UndecodableBody as exc:
+        return Refused(Refusal.UNDECODABLE, str(exc))
     except asyncio.CancelledError:
         expired = clock.expired()
         if expired is None:
@@ -306,7 +327,7 @@ async def ingest(
 
     verdict, body_sha256 = judge.close(params.transport)
     signed = gateway.signed
-    if signed is not None and body_sha256 != signed.body_sha256:
+    if signed is not None and (body_sha256 if sent is None else sent.hexdigest()) != signed.body_sha256:
         return Refused(
             Refusal.BAD_SIGNATURE, "the body's SHA-256 is not the one its content-digest names; nothing stored"
         )
@@ -332,6 +353,15 @@ async def ingest(
             message=None if signed is None else Message(signed.message_id, signed.timestamp),
         )
     except WriterUnavailable as exc:
+        if exc.unknown:
+            metrics.INGEST_OUTCOME_UNKNOWN.labels(
+                "commit_timeout" if "in time" in exc.reason else "database_error"
+            ).inc()
+            return Refused(
+                Refusal.UNAVAILABLE,
+                f"the outcome is unknown: {exc.reason}, and the verdict may still be stored; a retry "
+                "with the same stream_id and bytes is safe (answered 200 with the verdict if it was stored)",
+            )
         return Refused(Refusal.UNAVAILABLE, f"not stored: {exc.reason}; retry later")
     if result.outcome == CONFLICT:
         return Refused(Refusal.CONFLICT, f"stream_id {params.stream_id!r} was already posted with different bytes")

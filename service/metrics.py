@@ -137,6 +137,13 @@ INGEST_IN_PROGRESS = Gauge(
     "Posts admitted and not answered yet; a worker refuses past MAX_INFLIGHT_POSTS.",
     multiprocess_mode="livesum",
 )
+INGEST_OUTCOME_UNKNOWN = Counter(
+    "fastsse_ingest_outcome_unknown_total",
+    "Posts answered 503 whose verdict may still be committed, by reason: commit_timeout "
+    "(WRITE_TIMEOUT_SECONDS passed) or database_error (the database failed while committing). "
+    "A retry is safe: the same stream_id and bytes get the stored verdict (200) if it was.",
+    ["reason"],
+)
 DB_WRITE_ERRORS = Counter(
     "fastsse_db_write_errors_total",
     "Group-commit transactions that failed (their requests got 503).",

@@ -38,11 +38,14 @@ FORGET_MESSAGES_INTERVAL_SECONDS = 60.0
 
 
 class WriterUnavailable(Exception):
-    """The verdict could not be committed now; the caller should retry later."""
+    """The verdict could not be committed now; the caller should retry later.  ``unknown``:
+    the verdict may still be committed (the commit timed out, or the database failed while a
+    transaction that carried it was under way), else it surely was not."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, unknown: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.unknown = unknown
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -193,7 +196,8 @@ class VerdictWriter:
                 log.warning("group commit of %d verdicts failed: %s", len(batch), type(exc).__name__)
             else:
                 log.exception("group commit of %d verdicts failed", len(batch))
-            failure = WriterUnavailable("the database is unavailable")
+            # (an error while committing may come after the commit held: the outcome is unknown)
+            failure = WriterUnavailable("the database failed while committing", unknown=True)
             _settle(batch, [failure] * len(batch))
             return
         metrics.DB_WRITE_SECONDS.observe(time.perf_counter() - started)
@@ -236,7 +240,7 @@ class VerdictWriter:
             log.warning(
                 "after a commit of %d verdicts, the rest of the batch failed: %s", len(new_ids), type(exc).__name__
             )
-            failed = WriterUnavailable("the database is unavailable")
+            failed = WriterUnavailable("the database failed after the commit", unknown=True)
         for key, (row_id, previous_category, previous_retryable) in new_ids.items():
             stored[key] = row = first_of_key[key]  # the request's own row, stored now
             row["id"] = row_id
@@ -328,7 +332,7 @@ def _report_a_crash(task: asyncio.Task) -> None:
 
 def _expire(done: asyncio.Future) -> None:
     if not done.done():
-        done.set_exception(WriterUnavailable("the database did not commit in time"))
+        done.set_exception(WriterUnavailable("the database did not commit in time", unknown=True))
 
 
 def _settle(batch: list[_Pending], outcomes: list) -> None:

@@ -150,9 +150,10 @@ def test_openapi_documents_every_route(client):
     spec = client.get("/openapi.json").json()
     assert {"/v1/streams", "/v1/verdicts", "/v1/rates", "/healthz", "/readyz", "/metrics"} <= set(spec["paths"])
     ingest = spec["paths"]["/v1/streams"]["post"]
-    assert {"200", "201", "401", "409", "413", "422", "503"} <= set(ingest["responses"])
+    assert {"200", "201", "400", "401", "409", "413", "415", "422", "503"} <= set(ingest["responses"])
     assert "text/event-stream" in ingest["requestBody"]["content"]
-    params = {p["name"] for p in ingest["parameters"]}
+    params = {p["name"] for p in ingest["parameters"] if p["in"] == "query"}
+    assert [p["name"] for p in ingest["parameters"] if p["in"] == "header"] == ["Content-Encoding"]
     assert params == {
         "stream_id",
         "protocol",

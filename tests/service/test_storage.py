@@ -165,13 +165,72 @@ def test_a_full_write_queue_is_refused_at_once(sqlite_url):
     row = {"tool": "codex"}
 
     async def two_writes():
-        with pytest.raises(WriterUnavailable, match="in time"):
+        with pytest.raises(WriterUnavailable, match="in time") as timed_out:
             await writer.write(row, timeout=0.05)  # queued, but nobody commits (not started)
-        with pytest.raises(WriterUnavailable, match="queue is full"):
+        assert timed_out.value.unknown  # it may still be committed
+        with pytest.raises(WriterUnavailable, match="queue is full") as full:
             await writer.write(row, timeout=5)
+        assert not full.value.unknown  # never queued: surely not stored
 
     asyncio.run(two_writes())
     engine.dispose()
+
+
+class Slow(Faulty):
+    """A store whose inserts wait until the test lets them go on."""
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner)
+        self.go_on = asyncio.Event()
+
+    async def insert(self, rows):
+        await self.go_on.wait()
+        return await self.inner.insert(rows)
+
+
+def test_a_commit_that_times_out_says_the_outcome_is_unknown_and_a_retry_is_safe(sqlite_url):
+    """The 503 of a commit that did not finish in WRITE_TIMEOUT_SECONDS: the commit goes on and
+    may store the verdict, so the answer says the outcome is unknown (and a metric counts it); the
+    retry then gets the stored verdict, counted once."""
+    from fastsse_service.auth import Gateway
+    from fastsse_service.config import Settings
+    from fastsse_service.ingest import IngestParams, Refused, Stored, ingest
+
+    migrate(sqlite_url)
+    engine = make_engine(sqlite_url)
+    store = Slow(open_store(engine))
+    writer = VerdictWriter(store, queue_size=10, batch_size=10, metrics_tools=frozenset())
+    settings = Settings(database_url=sqlite_url, write_timeout_seconds=0.1)
+
+    def unknown_total():
+        return REGISTRY.get_sample_value("fastsse_ingest_outcome_unknown_total", {"reason": "commit_timeout"}) or 0
+
+    async def chunks():
+        yield short_stream()
+
+    async def post():
+        return await ingest(chunks(), IngestParams(stream_id="late"), Gateway("gw1"), settings=settings, writer=writer)
+
+    async def run():
+        await writer.start()
+        try:
+            before = unknown_total()
+            first = await post()
+            counted = unknown_total() - before
+            store.go_on.set()
+            while counts(sqlite_url)[0] == 0:  # the commit goes on after the answer
+                await asyncio.sleep(0.01)
+            return first, counted, await post()
+        finally:
+            await writer.stop()
+
+    first, counted, retry = asyncio.run(run())
+    engine.dispose()
+    assert isinstance(first, Refused) and first.refusal.value == "unavailable"
+    assert "outcome is unknown" in first.detail and "retry" in first.detail and "not stored" not in first.detail
+    assert counted == 1
+    assert isinstance(retry, Stored) and not retry.created  # the same bytes: answered 200
+    assert counts(sqlite_url) == (1, 1)
 
 
 def test_the_alembic_command_line_finds_no_drift(tmp_path):
@@ -430,7 +489,7 @@ def test_a_failure_after_the_commit_still_answers_and_counts_the_rows_it_stored(
 
     (new, again), counted = asyncio.run(posts())
     engine.dispose()
-    assert new.outcome == CREATED and isinstance(again, WriterUnavailable)
+    assert new.outcome == CREATED and isinstance(again, WriterUnavailable) and again.unknown
     assert counted == 1
     assert counts(sqlite_url) == (2, 2)
 

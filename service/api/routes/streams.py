@@ -18,6 +18,7 @@ from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect
 
 from ... import metrics
+from ...content_encoding import ENCODINGS, UnknownEncoding, content_decoder
 from ...ingest import (
     InvalidParameters,
     Outcome,
@@ -43,6 +44,7 @@ ANSWERS: dict[Refusal, tuple[int, Mapping[str, str] | None]] = {
     Refusal.TOO_SLOW: (408, {"Connection": "close"}),
     Refusal.BROKE_OFF: (CLIENT_CLOSED_REQUEST, None),  # nobody is listening: no body
     Refusal.BAD_SIGNATURE: (401, {"WWW-Authenticate": "Bearer"}),
+    Refusal.UNDECODABLE: (400, None),
     Refusal.INVALID: (422, None),
     Refusal.CONFLICT: (409, None),
     Refusal.REUSED: (409, None),
@@ -79,12 +81,23 @@ def answer_for(outcome: Outcome) -> Answer:
     return problem(status, outcome.detail, headers)
 
 
+CONTENT_ENCODING = {
+    "name": "Content-Encoding",
+    "in": "header",
+    "required": False,
+    "description": f"How the body is compressed, if it is: one of {', '.join(ENCODINGS)} or identity "
+    "(any case; empty is identity). Any other is a 415; see the 413 for the bounds on what it "
+    "decodes to.",
+    "schema": {"type": "string", "examples": [*ENCODINGS, "identity"]},
+}
+
 RAW_STREAM_BODY = {
     # An empty body is a capture too: the provider closed the stream before its first byte.
     "required": False,
     "description": "The captured response body, byte for byte, as the gateway received it "
     "(possibly empty). It is scanned as it arrives (chunked uploads welcome) and "
-    "never stored.",
+    "never stored. It may be compressed, as its Content-Encoding header says (gzip, "
+    "deflate or zstd): decoded as it arrives, what it decodes to is the stream.",
     "content": {
         media: {"schema": {"type": "string", "format": "binary"}}
         for media in ("text/event-stream", "application/octet-stream")
@@ -97,7 +110,7 @@ RAW_STREAM_BODY = {
     status_code=201,
     response_model=VerdictOut,
     summary="Judge one captured stream and store its verdict",
-    openapi_extra={"parameters": openapi_parameters(), "requestBody": RAW_STREAM_BODY},
+    openapi_extra={"parameters": [*openapi_parameters(), CONTENT_ENCODING], "requestBody": RAW_STREAM_BODY},
     responses={
         200: {
             "model": VerdictOut,
@@ -114,18 +127,33 @@ RAW_STREAM_BODY = {
             "description": "The upload was too slow (UPLOAD_IDLE_TIMEOUT_"
             "SECONDS, UPLOAD_TIMEOUT_SECONDS): nothing stored.",
         },
-        413: {"model": Problem, "description": "The body passed MAX_BODY_BYTES."},
+        400: {
+            "model": Problem,
+            "description": "The body is not what its Content-Encoding says (corrupt, or cut "
+            "before its compressed data ends): nothing stored.",
+        },
+        413: {
+            "model": Problem,
+            "description": "The body passed MAX_BODY_BYTES (a compressed body: what it decodes "
+            "to), or decodes to more than MAX_DECODED_RATIO times its size: nothing stored.",
+        },
         429: {
             "model": Problem,
             "description": "Too many credentials from this client address matched nothing "
             "(FAILED_CREDENTIALS_BURST): retry after Retry-After seconds.",
         },
-        415: {"model": Problem, "description": "The body has a Content-Encoding (not decoded): nothing stored."},
+        415: {
+            "model": Problem,
+            "description": f"The body's Content-Encoding is not one of {', '.join(ENCODINGS)} "
+            "(nor identity; one encoding at most): nothing stored.",
+        },
         422: {"model": ValidationProblem, "description": "A parameter is missing or wrong."},
         503: {
             "model": Problem,
-            "description": "Not stored (overloaded, database down or write "
-            "queue full); retry after Retry-After seconds.",
+            "description": "Not stored (overloaded, or the write queue is full), or, when the "
+            "detail says the outcome is unknown, a commit that timed out or failed while under way "
+            "and may still be stored; in either case a retry after Retry-After seconds is safe "
+            "(the same stream_id and bytes get the stored verdict, 200, if it was stored).",
         },
     },
 )
@@ -178,11 +206,11 @@ async def _answer(
         gateway = ingest_caller(state, headers, target, client)
     except HTTPException as exc:  # 401 or 429: answered as FastAPI's handler answers it
         return problem(exc.status_code, exc.detail, exc.headers)
-    encoding = headers.get("content-encoding", "").strip().lower()
-    if encoding not in ("", "identity"):
-        # Judged as if it were the stream's bytes, a compressed body would be stored as a
-        # silent failure: the service does not decode bodies (yet), so it refuses them.
-        return problem(415, f"Content-Encoding {encoding[:40]!r} is not decoded: post the stream's bytes as they are")
+    try:
+        # (judged as if it were the stream's bytes, a compressed body would be a silent failure)
+        decoder = content_decoder(headers.get("content-encoding"), max_ratio=state.settings.max_decoded_ratio)
+    except UnknownEncoding as exc:
+        return problem(415, str(exc))
     try:
         params = parse_query(query)
     except InvalidParameters as exc:
@@ -218,6 +246,7 @@ async def _answer(
             settings=state.settings,
             writer=state.writer,
             declared_length=headers.get("content-length"),
+            decoder=decoder,
         )
         return answer_for(outcome)
     finally:

@@ -1,0 +1,147 @@
+"""Bodies posted compressed (``Content-Encoding: gzip``, ``deflate`` or ``zstd``), decoded as they
+arrive, in bounded pieces.
+
+A stream compresses about ten to one (the same JSON keys in every event), so gateways that post
+across a network that costs money compress.  The decoded bytes are what is judged, hashed and
+bounded: ``MAX_BODY_BYTES`` counts them, not the compressed ones.  A decompression bomb (2 GiB of
+one byte in 2 MB) is stopped by two bounds, and memory stays flat while they are reached: each
+step decodes at most ``PIECE_BYTES``, which the scanner takes before the next step; the decoded
+bytes count against ``MAX_BODY_BYTES``; and once more than ``RATIO_FLOOR_BYTES`` have been
+decoded, a body that decodes to more than ``MAX_DECODED_RATIO`` times what was received so far is
+refused there, before it costs the work of MAX_BODY_BYTES.  Varied streams compress 7 to 34:1;
+only byte-identical repetition goes past 1000:1 (zstd packs it without bound), and a stream of
+that, more than RATIO_FLOOR_BYTES long, is refused too: its sender may post it uncompressed.
+
+Outcomes are exceptions, never HTTP answers: ``UnknownEncoding`` (the route answers 415),
+``UndecodableBody`` (400), ``RatioTooHigh`` (413).  Their messages name the encoding and the
+bound, never a byte of the body.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+try:  # the standard library's from Python 3.14, its backport before
+    from compression import zstd
+except ImportError:  # pragma: no cover - depends on the Python version
+    from backports import zstd
+
+ENCODINGS = ("gzip", "deflate", "zstd")
+PIECE_BYTES = 64 * 1024  # the most one decoding step yields
+RATIO_FLOOR_BYTES = 8 * 1024 * 1024  # below this much decoded, any ratio passes
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class UnknownEncoding(ValueError):
+    """The Content-Encoding is not one the service decodes."""
+
+
+class UndecodableBody(ValueError):
+    """The body is not what its Content-Encoding says (corrupt, or cut before its end)."""
+
+
+class RatioTooHigh(Exception):
+    """The body decodes to more than the ratio allows: a decompression bomb, read no further."""
+
+
+def content_decoder(header: str | None, *, max_ratio: float) -> BodyDecoder | None:
+    """The decoder a Content-Encoding header asks for; None for none (or ``identity``).
+    Raises ``UnknownEncoding`` for anything else, stacked encodings included."""
+    encoding = (header or "").strip().lower()
+    if encoding in ("", "identity"):
+        return None
+    if encoding not in ENCODINGS:
+        shown = encoding[:40]
+        raise UnknownEncoding(
+            f"Content-Encoding {shown!r} is not decoded: post the stream's bytes as they are, "
+            f"or compressed with one of {', '.join(ENCODINGS)}"
+        )
+    return BodyDecoder(encoding, max_ratio=max_ratio)
+
+
+class BodyDecoder:
+    """One body's decoding: ``feed`` each chunk as it comes and judge the pieces it yields, then
+    ``finish``.  A gzip body may hold several members and a zstd body several frames, one after
+    the other, as their tools write them; a deflate body is zlib's format (RFC 9110), or raw
+    deflate, which some clients send under that name."""
+
+    def __init__(self, encoding: str, *, max_ratio: float) -> None:
+        self.encoding = encoding
+        self.received = 0  # compressed bytes fed
+        self.decoded = 0
+        self._max_ratio = max_ratio
+        self._decoder: Any = None  # the member's or frame's, made from its first bytes
+        self._ended = False  # the last member or frame ended, and nothing came after it yet
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        """The decoded pieces of data, each at most PIECE_BYTES."""
+        self.received += len(data)
+        while data:
+            if self._decoder is None:
+                self._decoder = self._new_decoder(data, following=self._ended)
+                self._ended = False
+            yield from self._decode(data)
+            data = self._rest()
+
+    def finish(self) -> None:
+        """The body is whole: raises ``UndecodableBody`` if its encoding is cut short."""
+        if self.received == 0:
+            return  # an empty body is an empty stream, in any encoding
+        if not self._ended:
+            raise UndecodableBody(f"the {self.encoding} body ends before its compressed data does; nothing stored")
+
+    def _new_decoder(self, data: bytes, *, following: bool) -> Any:
+        if self.encoding == "gzip":
+            if not _GZIP_MAGIC.startswith(data[:2]):
+                where = "what follows its last member does not" if following else "it does not"
+                raise UndecodableBody(f"the gzip body is not gzip data ({where} start as gzip does); nothing stored")
+            return zlib.decompressobj(16 + zlib.MAX_WBITS)
+        if self.encoding == "deflate":
+            # zlib's two header bytes say so: a multiple of 31, method 8
+            zlib_format = len(data) < 2 or (data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0)
+            return zlib.decompressobj(zlib.MAX_WBITS if zlib_format else -zlib.MAX_WBITS)
+        return zstd.ZstdDecompressor()
+
+    def _decode(self, data: bytes) -> Iterator[bytes]:
+        decoder = self._decoder
+        try:
+            if self.encoding == "zstd":
+                piece = decoder.decompress(data, PIECE_BYTES)
+                yield from self._count(piece)
+                while not decoder.eof and not decoder.needs_input:
+                    yield from self._count(decoder.decompress(b"", PIECE_BYTES))
+            else:
+                piece = decoder.decompress(data, PIECE_BYTES)
+                yield from self._count(piece)
+                # a full piece may leave output behind even when no input is left
+                while not decoder.eof and (decoder.unconsumed_tail or len(piece) == PIECE_BYTES):
+                    piece = decoder.decompress(decoder.unconsumed_tail, PIECE_BYTES)
+                    yield from self._count(piece)
+        except (zlib.error, zstd.ZstdError) as exc:
+            raise UndecodableBody(f"the {self.encoding} body could not be decoded ({exc}); nothing stored") from None
+
+    def _count(self, piece: bytes) -> Iterator[bytes]:
+        if not piece:
+            return
+        self.decoded += len(piece)
+        if self.decoded > RATIO_FLOOR_BYTES and self.decoded > self._max_ratio * self.received:
+            raise RatioTooHigh(
+                f"the {self.encoding} body decodes to more than {self._max_ratio:g} times its size "
+                "(MAX_DECODED_RATIO): read no further, nothing stored"
+            )
+        yield piece
+
+    def _rest(self) -> bytes:
+        """What follows the member or frame that just ended (the next one), or b""."""
+        decoder = self._decoder
+        if not decoder.eof:
+            return b""
+        self._ended = True
+        self._decoder = None
+        rest = decoder.unused_data
+        if rest and self.encoding == "deflate":
+            raise UndecodableBody("the deflate body holds bytes after its compressed data; nothing stored")
+        return rest
