@@ -11,6 +11,7 @@ one poster: the service links each attempt to the one stored before it.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import logging
 import os
@@ -37,6 +38,11 @@ _MISCONFIGURED = {401, 403, 404, 405}
 # What is set aside is kept for a look, within a tenth of the spool's bound (oldest dropped).
 REJECTED_SHARE = 0.1
 _BACKOFF_START, _BACKOFF_CAP = 0.5, 30.0
+# Posts are gzip-compressed (the standard library's, so the guard's reporter needs nothing more
+# inside an application), about ten to one; level 6 compresses a 20 KB stream in well under a
+# millisecond, in a thread.  Bodies smaller than this go as they are.
+COMPRESS_LEVEL = 6
+COMPRESS_MIN_BYTES = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +154,11 @@ class Spool:
 
 class Poster:
     """Posts spooled captures to ``{ingest}/v1/streams`` with ``concurrency`` posters; each
-    request's attempts go to the same poster, in the order they were spooled."""
+    request's attempts go to the same poster, in the order they were spooled.
+
+    ``compress``: bodies go gzip-compressed.  A service that does not decode them (one older
+    than compressed posts answers 415) gets every later post as it is; a body that decodes too
+    well for the service's ratio bound (413 naming MAX_DECODED_RATIO) is posted again as it is."""
 
     def __init__(
         self,
@@ -159,8 +169,10 @@ class Poster:
         concurrency: int = 4,
         timeout_seconds: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        compress: bool = True,
     ) -> None:
         self.spool = spool
+        self.compress = compress
         self.url = ingest_url.rstrip("/") + "/v1/streams"
         self.headers = {"authorization": f"Bearer {token}"} if token else {}
         self.timeout_seconds = timeout_seconds
@@ -233,8 +245,21 @@ class Poster:
         except FileNotFoundError:
             return None
         assert self._client is not None, "start() first"
+        compressed = self.compress and len(body) >= COMPRESS_MIN_BYTES
         try:
-            response = await self._client.post(self.url, params=params, content=body, headers=self.headers)
+            if compressed:
+                packed = await asyncio.to_thread(gzip.compress, body, COMPRESS_LEVEL, mtime=0)
+                headers = {**self.headers, "content-encoding": "gzip"}
+                response = await self._client.post(self.url, params=params, content=packed, headers=headers)
+                if response.status_code == 415 or (
+                    response.status_code == 413 and "MAX_DECODED_RATIO" in _detail(response)
+                ):
+                    if response.status_code == 415:
+                        log.info("the verdict service does not decode compressed posts: posting them as they are")
+                        self.compress = False
+                    compressed = False
+            if not compressed:
+                response = await self._client.post(self.url, params=params, content=body, headers=self.headers)
         except httpx.HTTPError as exc:
             log.warning("verdict service unreachable (%s); %s stays spooled", type(exc).__name__, params["stream_id"])
             return 0
