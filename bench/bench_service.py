@@ -13,9 +13,10 @@ Prints requests/s, p50 and p99 per configuration and the ratio to the bare endpo
 same number of workers, and what a post cost in CPU: in the server's processes, in PostgreSQL's
 (all of its processes), in wrk, and on the whole machine, with the machine's idle share (the
 server, the database and the load generator share its cores); then MB/s and streams/s by
-stream size (2 KB, 20 KB, 200 KB) and for a mix of the four protocols; then where the service's
-CPU goes (a py-spy sampling profile of one worker under the same load, grouped by what the code
-does).
+stream size (2 KB, 20 KB, 200 KB) and for a mix of the four protocols; then the same 20 KB
+streams posted as they are and zstd- and gzip-compressed, side by side (the bytes on the wire and
+the server's CPU a stream); then where the service's CPU goes (a py-spy sampling profile of one
+worker under the same load, grouped by what the code does).
 
     python bench/bench_service.py                 # about 4 minutes
     python bench/bench_service.py --quick         # about 2 minutes: shorter runs, main table
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import gzip
 import importlib.util
 import os
 import re
@@ -462,6 +464,54 @@ def print_bounds(rounds: list[dict]) -> None:
         print("\n".join(lines))
 
 
+def compressed_posts(bodies: dict, scratch: Scratch, args, root: Path) -> None:
+    """The 20 kB streams of every protocol in turn, posted as they are, zstd-compressed and
+    gzip-compressed (Content-Encoding), to the service on PostgreSQL with 1 worker: the bytes
+    on the wire, and the server's CPU a stream, side by side (``--rounds`` times in turn)."""
+    try:  # the service's own dependency: the standard library's from 3.14, its backport before
+        from compression import zstd
+    except ImportError:
+        from backports import zstd
+
+    plain = [bodies[protocol, 20_000] for protocol in PROTOCOLS]
+    variants = {"as they are": plain, "zstd (level 3)": [], "gzip (level 6)": []}
+    for path in plain:
+        data = path.read_bytes()
+        variants["zstd (level 3)"].append(_write(path.with_suffix(".sse.zst"), zstd.compress(data, 3)))
+        variants["gzip (level 6)"].append(_write(path.with_suffix(".sse.gz"), gzip.compress(data, 6, mtime=0)))
+    raw = sum(p.stat().st_size for p in plain)
+    print(
+        f"\n  compressed posts: the {len(plain)} protocols' 20 kB streams in turn, PostgreSQL, 1 worker"
+        f" ({args.rounds} round(s) in turn; CPU a stream: the server's processes)"
+    )
+    print(f"  {'body':<20} {'bytes/stream':>12} {'fewer':>6} {'streams/s':>9} {'server µs':>9} {'vs plain':>8}")
+    found: dict[str, list[dict]] = {name: [] for name in variants}
+    for _ in range(args.rounds):
+        for name, paths in variants.items():
+            server = start_service(scratch.postgres(), 1, root / "compressed.log")
+            try:
+                result = run_load(server, paths, args, "z")
+            finally:
+                server.stop()
+            found[name].append(result)
+    plain_us = statistics.median(r["cpu_us"]["service"] for r in found["as they are"])
+    for name, paths in variants.items():
+        size = sum(p.stat().st_size for p in paths)
+        us = statistics.median(r["cpu_us"]["service"] for r in found[name])
+        rps = statistics.median(r["rps"] for r in found[name])
+        errors = sum(r["non_2xx"] + r["socket_errors"] for r in found[name])
+        print(
+            f"  {name:<20} {size / len(paths):12,.0f} {raw / size:5.1f}x {rps:9.0f} {us:9.0f} "
+            f"{us / plain_us * 100 - 100:+7.1f}%" + (f"   {errors} errors" if errors else ""),
+            flush=True,
+        )
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=12)
@@ -479,11 +529,12 @@ def main() -> None:
         "and print the medians: the machine's speed drifts between runs",
     )
     parser.add_argument("--no-sizes", action="store_true")
+    parser.add_argument("--no-compression", action="store_true")
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--admin-dsn", default=ADMIN_DSN)
     args = parser.parse_args()
     if args.quick:
-        args.seconds, args.warmup, args.no_sizes = 5, 2, True
+        args.seconds, args.warmup, args.no_sizes, args.no_compression = 5, 2, True, True
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (Debian: apt-get install wrk)")
 
@@ -558,6 +609,9 @@ def main() -> None:
                         f"{result['p50_ms']:7.1f} {result['p99_ms']:7.1f}  {errors:>6}",
                         flush=True,
                     )
+
+            if not args.no_compression:
+                compressed_posts(bodies, scratch, args, root)
 
             if not args.no_profile:
                 print("\n  where the service's CPU goes: PostgreSQL, 1 worker, the same load")

@@ -6,6 +6,7 @@
 -- for only where the answers matter (the overload run), not where wrk's own cost does (the
 -- benchmarks).  A token of "forged-signature" sends, instead of a bearer token, signing headers
 -- a client without any secret made up (a new webhook-id each post; bench/bench_signed_flood.py).
+-- A body file whose name ends in .zst or .gz is posted with Content-Encoding zstd or gzip.
 -- The summary is one line: RESULT {json}.
 local threads = {}
 function setup(thread)
@@ -28,10 +29,16 @@ function init(args)
     headers = {["Authorization"] = "Bearer " .. args[4], ["Content-Type"] = "text/event-stream"}
   end
   bodies = {}
+  encodings = {}
   for i = 5, #args do
     local f = assert(io.open(args[i], "rb"))
     bodies[#bodies + 1] = f:read("*a")
     f:close()
+    if args[i]:sub(-4) == ".zst" then
+      encodings[#bodies] = "zstd"
+    elseif args[i]:sub(-3) == ".gz" then
+      encodings[#bodies] = "gzip"
+    end
   end
   counter = 0
   statuses = {}
@@ -44,7 +51,9 @@ end
 
 function request()
   counter = counter + 1
-  local body = bodies[(counter % #bodies) + 1]
+  local index = (counter % #bodies) + 1
+  local body = bodies[index]
+  headers["Content-Encoding"] = encodings[index]
   if forged then
     headers["webhook-id"] = "msg_" .. prefix .. counter
     headers["webhook-timestamp"] = tostring(os.time())
