@@ -1137,8 +1137,8 @@ cdef class Scanner:
         cdef Record* r = &self.rec
         cdef int i
         if (self.limit is not None or r.error or r.too_many or r.n_tools > 1 or r.out_of_memory
-                or r.reasoning_tokens or r.items or r.n_args or r.unrepeatable):
-            return False
+                or r.reasoning_tokens or r.items or r.n_args or r.unrepeatable or r.metrics):
+            return False  # (metrics: Bedrock's last chunk, an end marker that replay does not set)
         if self.detected == D_ANTHROPIC or self.detected == D_BEDROCK_CONVERSE:
             # a block's text or thinking delta (not a tool's input, which is state)
             return self.kind == K_BLOCK_DELTA and r.delta_json_len < 0 and _deltas_only(r)

@@ -8,7 +8,8 @@ one byte in 2 MB) is stopped by two bounds, and memory stays flat while they are
 step decodes at most ``PIECE_BYTES``, which the scanner takes before the next step; the decoded
 bytes count against ``MAX_BODY_BYTES``; and once more than ``RATIO_FLOOR_BYTES`` have been
 decoded, a body that decodes to more than ``MAX_DECODED_RATIO`` times what was received so far is
-refused there, before it costs the work of MAX_BODY_BYTES.  Varied streams compress 7 to 34:1;
+refused there, before it costs the work of MAX_BODY_BYTES.  A decoder holds its window: 32 KiB
+for gzip and deflate, at most 8 MiB for zstd (``ZSTD_WINDOW_LOG_MAX``).  Varied streams compress 7 to 34:1;
 only byte-identical repetition goes past 1000:1 (zstd packs it without bound), and a stream of
 that, more than RATIO_FLOOR_BYTES long, is refused too: its sender may post it uncompressed.
 
@@ -30,6 +31,9 @@ except ImportError:  # pragma: no cover - depends on the Python version
 
 ENCODINGS = ("gzip", "deflate", "zstd")
 PIECE_BYTES = 64 * 1024  # the most one decoding step yields
+# The largest zstd window decoded: 8 MiB, the bound RFC 9659 sets for zstd in HTTP.  A frame
+# that asks for more is a 400; a post's zstd decoder holds at most this much.
+ZSTD_WINDOW_LOG_MAX = 23
 RATIO_FLOOR_BYTES = 8 * 1024 * 1024  # below this much decoded, any ratio passes
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -75,10 +79,17 @@ class BodyDecoder:
         self._max_ratio = max_ratio
         self._decoder: Any = None  # the member's or frame's, made from its first bytes
         self._ended = False  # the last member or frame ended, and nothing came after it yet
+        self._head = b""  # deflate: its first byte, until the second tells zlib's format from raw
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         """The decoded pieces of data, each at most PIECE_BYTES."""
         self.received += len(data)
+        if self._head or (self.encoding == "deflate" and self._decoder is None and not self._ended):
+            data = self._head + data
+            if len(data) < 2:  # (a deflate body is one stream: only its start is told apart)
+                self._head = data
+                return
+            self._head = b""
         while data:
             if self._decoder is None:
                 self._decoder = self._new_decoder(data, following=self._ended)
@@ -90,7 +101,7 @@ class BodyDecoder:
         """The body is whole: raises ``UndecodableBody`` if its encoding is cut short."""
         if self.received == 0:
             return  # an empty body is an empty stream, in any encoding
-        if not self._ended:
+        if self._head or not self._ended:
             raise UndecodableBody(f"the {self.encoding} body ends before its compressed data does; nothing stored")
 
     def _new_decoder(self, data: bytes, *, following: bool) -> Any:
@@ -101,9 +112,9 @@ class BodyDecoder:
             return zlib.decompressobj(16 + zlib.MAX_WBITS)
         if self.encoding == "deflate":
             # zlib's two header bytes say so: a multiple of 31, method 8
-            zlib_format = len(data) < 2 or (data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0)
+            zlib_format = data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
             return zlib.decompressobj(zlib.MAX_WBITS if zlib_format else -zlib.MAX_WBITS)
-        return zstd.ZstdDecompressor()
+        return zstd.ZstdDecompressor(options={zstd.DecompressionParameter.window_log_max: ZSTD_WINDOW_LOG_MAX})
 
     def _decode(self, data: bytes) -> Iterator[bytes]:
         decoder = self._decoder

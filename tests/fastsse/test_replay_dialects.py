@@ -429,6 +429,19 @@ def test_invoke_a_tool_input_among_repeats_is_read():
     assert verdict.text_events == 8
 
 
+def test_invoke_a_repeat_of_bedrocks_last_chunk_still_ends_the_stream():
+    """A chunk with Bedrock's invocation metrics sets the end marker when read: a repeat of it
+    must too, even after a chunk that turned the marker off (review: Gemini-shaped chunks, each
+    with metrics, were replayed without it)."""
+    metrics = b',"amazon-bedrock-invocationMetrics":{"inputTokenCount":1}'
+    gemini = b'{"candidates":[{"content":{"parts":[{"text":"%s"}]}}]%s}'
+    stream = i_chunk(gemini % (b"a", metrics)) + i_chunk(gemini % (b"b", metrics))
+    assert agree(stream, "bedrock-invoke")[0].category == "missing_finish_reason"
+    llama = b'{"generation":"%s","stop_reason":null%s}'
+    stream = b"".join(i_chunk(llama % (b"w%d" % i, metrics)) for i in range(4))
+    assert agree(stream, "bedrock-invoke")[0].end_marker_seen
+
+
 @pytest.mark.parametrize(
     "payload",
     [

@@ -14,7 +14,7 @@ import pytest
 
 from fastsse_service.auth import Gateway, sign_post
 from fastsse_service.config import Settings
-from fastsse_service.content_encoding import PIECE_BYTES, RATIO_FLOOR_BYTES, content_decoder
+from fastsse_service.content_encoding import PIECE_BYTES, RATIO_FLOOR_BYTES, UndecodableBody, content_decoder
 from fastsse_service.ingest import IngestParams, Refusal, Refused, ingest
 from loadtests.wire import short_stream
 
@@ -98,6 +98,50 @@ def test_a_body_that_is_not_its_encoding_is_400(client, database_url, encoding, 
     assert answer.status_code == 400, answer.text
     assert says in answer.json()["detail"] and "nothing stored" in answer.json()["detail"]
     assert stored_rows(database_url) == []
+
+
+def test_a_zstd_frame_with_a_window_past_8_mib_is_400(client, database_url):
+    """RFC 9659 bounds zstd windows in HTTP at 8 MiB: a larger one would hold that much memory
+    a post, so it is refused (a stream compressed without a known size keeps its window)."""
+    compressor = zstd.ZstdCompressor(options={zstd.CompressionParameter.window_log: 27})
+    body = compressor.compress(short_stream()) + compressor.flush()
+    answer = post(client, body, "zstd")
+    assert answer.status_code == 400 and "could not be decoded" in answer.json()["detail"], answer.text
+    assert stored_rows(database_url) == []
+    compressor = zstd.ZstdCompressor(options={zstd.CompressionParameter.window_log: 23})
+    body = compressor.compress(short_stream()) + compressor.flush()
+    assert post(client, body, "zstd").status_code == 201
+
+
+def test_two_content_encoding_lines_are_two_encodings(client, database_url):
+    """Two header lines mean what one line with both values means: stacked, a 415, never the
+    first line alone (which would judge gzip bytes as the stream)."""
+    for lines in (("identity", "gzip"), ("gzip", "gzip")):
+        answer = client.post(
+            "/v1/streams",
+            params={"stream_id": "two-lines"},
+            content=gzip.compress(short_stream()),
+            headers=[*INGEST.items(), *(("content-encoding", line) for line in lines)],
+        )
+        assert answer.status_code == 415, answer.text
+    assert stored_rows(database_url) == []
+
+
+@pytest.mark.parametrize("first", [0, 1, 2])
+def test_deflate_tells_its_format_from_two_bytes_whatever_the_chunks(first):
+    """zlib's format and raw deflate are told apart by the first two bytes, even when the first
+    chunk holds one of them, or none."""
+    stream = short_stream(text=TEXT)
+    for body in (zlib.compress(stream), zlib.compress(stream)[2:-4]):
+        decoder = content_decoder("deflate", max_ratio=1000)
+        pieces = [body[:first], body[first : first + 1], body[first + 1 :]]
+        decoded = b"".join(piece for chunk in pieces for piece in decoder.feed(chunk))
+        decoder.finish()
+        assert decoded == stream
+    decoder = content_decoder("deflate", max_ratio=1000)
+    assert list(decoder.feed(b"x")) == []
+    with pytest.raises(UndecodableBody, match="ends before"):
+        decoder.finish()  # one byte, and the body ended
 
 
 def test_an_empty_compressed_body_is_an_empty_stream(client):

@@ -208,7 +208,7 @@ async def _answer(
         return problem(exc.status_code, exc.detail, exc.headers)
     try:
         # (judged as if it were the stream's bytes, a compressed body would be a silent failure)
-        decoder = content_decoder(headers.get("content-encoding"), max_ratio=state.settings.max_decoded_ratio)
+        decoder = content_decoder(_all_values(headers, "content-encoding"), max_ratio=state.settings.max_decoded_ratio)
     except UnknownEncoding as exc:
         return problem(415, str(exc))
     try:
@@ -254,6 +254,16 @@ async def _answer(
         metrics.INGEST_IN_PROGRESS.dec()
         if message is not None:
             state.signed_in_progress.discard(message)
+
+
+def _all_values(headers: Mapping[str, str], name: str) -> str | None:
+    """A header's value; repeated, its lines joined with commas, which is what they mean (two
+    Content-Encoding lines are two encodings, never the first one alone)."""
+    getlist = getattr(headers, "getlist", None)
+    if getlist is None:
+        return headers.get(name)
+    values = getlist(name)
+    return ", ".join(values) if values else None
 
 
 async def serve_post(state, scope, receive, send) -> None:
