@@ -10,34 +10,39 @@
 #include <emmintrin.h>
 #endif
 
+/* Whether a byte ends a JSON string's plain run: '"', '\\' or below 0x20. */
+static inline int fastsse_is_stop(unsigned char c) {
+    return c == '"' || c == '\\' || c < 0x20;
+}
+
+#if defined(__SSE2__)
+/* The bits of the 16 bytes at p that fastsse_is_stop says end a plain run. */
+static inline int fastsse_stop_mask(const unsigned char *p) {
+    const __m128i below_space = _mm_set1_epi8(0x1F);
+    __m128i x = _mm_loadu_si128((const __m128i *)p);
+    return _mm_movemask_epi8(_mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+        _mm_cmpeq_epi8(_mm_max_epu8(x, below_space), below_space)));
+}
+#endif
+
 /* Length of the longest prefix of p[0:n] holding no '"', no '\\' and no byte below 0x20:
    the run of a JSON string that needs no attention. */
 static inline ptrdiff_t fastsse_plain_run(const unsigned char *p, ptrdiff_t n) {
     ptrdiff_t i = 0;
 #if defined(__SSE2__)
-    const __m128i quote = _mm_set1_epi8('"');
-    const __m128i backslash = _mm_set1_epi8('\\');
-    const __m128i below_space = _mm_set1_epi8(0x1F);
     for (; i + 16 <= n; i += 16) {
-        __m128i x = _mm_loadu_si128((const __m128i *)(p + i));
-        __m128i stop = _mm_or_si128(
-            _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
-            _mm_cmpeq_epi8(_mm_max_epu8(x, below_space), below_space));
-        int mask = _mm_movemask_epi8(stop);
+        int mask = fastsse_stop_mask(p + i);
         if (mask)
             return i + __builtin_ctz((unsigned)mask);
     }
     if (i < n && n >= 16) {
         /* the last 16 bytes, overlapping the ones found plain already */
-        __m128i x = _mm_loadu_si128((const __m128i *)(p + n - 16));
-        __m128i stop = _mm_or_si128(
-            _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
-            _mm_cmpeq_epi8(_mm_max_epu8(x, below_space), below_space));
-        int mask = _mm_movemask_epi8(stop);
+        int mask = fastsse_stop_mask(p + n - 16);
         return mask ? n - 16 + __builtin_ctz((unsigned)mask) : n;
     }
 #endif
-    while (i < n && p[i] != '"' && p[i] != '\\' && p[i] >= 0x20)
+    while (i < n && !fastsse_is_stop(p[i]))
         i++;
     return i;
 }
@@ -46,21 +51,14 @@ static inline ptrdiff_t fastsse_plain_run(const unsigned char *p, ptrdiff_t n) {
    last run of a JSON string that needs no attention, looked for from its end. */
 static inline ptrdiff_t fastsse_last_stop(const unsigned char *p, ptrdiff_t n) {
 #if defined(__SSE2__)
-    const __m128i quote = _mm_set1_epi8('"');
-    const __m128i backslash = _mm_set1_epi8('\\');
-    const __m128i below_space = _mm_set1_epi8(0x1F);
     for (; n >= 16; n -= 16) {
-        __m128i x = _mm_loadu_si128((const __m128i *)(p + n - 16));
-        __m128i stop = _mm_or_si128(
-            _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
-            _mm_cmpeq_epi8(_mm_max_epu8(x, below_space), below_space));
-        int mask = _mm_movemask_epi8(stop);
+        int mask = fastsse_stop_mask(p + n - 16);
         if (mask)
             return n - 16 + 31 - __builtin_clz((unsigned)mask);
     }
 #endif
     while (n-- > 0)
-        if (p[n] == '"' || p[n] == '\\' || p[n] < 0x20)
+        if (fastsse_is_stop(p[n]))
             return n;
     return -1;
 }

@@ -119,14 +119,12 @@ class BodyDecoder:
     def _decode(self, data: bytes) -> Iterator[bytes]:
         decoder = self._decoder
         try:
+            piece = decoder.decompress(data, PIECE_BYTES)
+            yield from self._count(piece)
             if self.encoding == "zstd":
-                piece = decoder.decompress(data, PIECE_BYTES)
-                yield from self._count(piece)
                 while not decoder.eof and not decoder.needs_input:
                     yield from self._count(decoder.decompress(b"", PIECE_BYTES))
             else:
-                piece = decoder.decompress(data, PIECE_BYTES)
-                yield from self._count(piece)
                 # a full piece may leave output behind even when no input is left
                 while not decoder.eof and (decoder.unconsumed_tail or len(piece) == PIECE_BYTES):
                     piece = decoder.decompress(decoder.unconsumed_tail, PIECE_BYTES)
