@@ -100,6 +100,9 @@ A_INVOCATION_METRICS = 55
 # choice's finish reason there when finish_reason is absent.  (vLLM's chat chunks carry a
 # stop_reason too, the stop string that matched, beside finish_reason: not read in chat.)
 A_CHOICE_STOP = 56
+# bedrock-invoke: amazon-bedrock-guardrailAction, at the top of the model's event: "INTERVENED"
+# when a guardrail replaced the answer (BEDROCK_GUARDRAIL_INTERVENED), "NONE" when it let it pass
+A_GUARDRAIL = 57
 
 # Actions whose string value is captured whole (unescaped) for a JSON validator; every other
 # captured string keeps at most CAPTURE_BYTES bytes: they are enum values, never payload.
@@ -127,6 +130,7 @@ SHORT_CAPTURE_ACTIONS = frozenset(
         A_STOP_DETAIL,
         A_NATIVE_FINISH,
         A_CHOICE_STOP,
+        A_GUARDRAIL,
     }
 )
 CAPTURE_BYTES = 64
@@ -253,6 +257,7 @@ JSON_PATHS = (
     # ... which for the model families that are neither Anthropic's nor OpenAI-compatible is the
     # family's own (BEDROCK_INVOKE_FAMILIES): their text, and the field that says why they ended
     ("amazon-bedrock-invocationMetrics", A_INVOCATION_METRICS),
+    ("amazon-bedrock-guardrailAction", A_GUARDRAIL),  # every family, Anthropic's too
     ("generation", A_DELTA_TEXT),  # Meta Llama
     ("stop_reason", A_STOP_REASON),
     ("outputText", A_DELTA_TEXT),  # Amazon Titan Text
@@ -1053,6 +1058,21 @@ FINISH_REASONS["bedrock-invoke"] = {**FINISH_REASONS["chat"], **_FAMILY_FINISH}
 # no value means one thing in chat and another in a family
 assert all(FINISH_REASONS["chat"].get(raw, meaning) == meaning for raw, meaning in _FAMILY_FINISH.items())
 assert all(raw in FINISH_REASONS["bedrock-invoke"] for f in BEDROCK_INVOKE_FAMILIES.values() for raw in f["values"])
+# A guardrail on InvokeModel marks the model's events with amazon-bedrock-guardrailAction,
+# "INTERVENED" or "NONE" (AWS's InvokeModel API reference).  When it intervened, the user got the
+# guardrail's message in place of the model's answer, streamed as the model's events and with
+# the model's usual finish: "end_turn" in the Anthropic stream Elastic recorded (elastic/ecs
+# `rfcs/text/0050-gen_ai-security-fields.md`).  Such a stream finishes GUARDRAIL_FINISH,
+# whatever the model's own reason said, as Converse's stopReason says it.  Bedrock blocks every
+# chunk after an intervention (_BEDROCK_DOCS guardrails-streaming.html), and a Titan stream
+# recorded whole is that one chunk, without the metrics (traceloop/openllmetry at 232c6522,
+# `packages/opentelemetry-instrumentation-bedrock/tests/traces/cassettes/test_guardrails/
+# test_guardrail_invoke_stream.yaml`): for every family but Anthropic's, whose message_stop
+# still ends its stream, the chunk that says INTERVENED ends the stream as Bedrock's last
+# chunk does.
+BEDROCK_GUARDRAIL_INTERVENED = "INTERVENED"
+GUARDRAIL_FINISH = "guardrail_intervened"
+assert FINISH_REASONS["bedrock-invoke"][GUARDRAIL_FINISH] == ("content_filter", O_FILTER)
 # A choice's native_finish_reason (OpenRouter) is the upstream's own, more precise word: when
 # the chat table knows it and it means something worse than finish_reason, it is the choice's
 # finish reason.  An unknown native value is left alone: OpenRouter's own finish_reason, a

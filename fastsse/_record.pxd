@@ -75,6 +75,7 @@ cdef enum Action:
     A_START_IMAGE = 54
     A_INVOCATION_METRICS = 55
     A_CHOICE_STOP = 56
+    A_GUARDRAIL = 57
 
 cdef enum:  # what an item or block is (_protocols.OUT_*), and what whole items held (ITEM_*)
     OUT_NONE = 0
@@ -133,9 +134,10 @@ cdef inline int record_tables_init(object protocols, list keep) except -1:
     strtable_fill(&_output_kinds, dict(protocols.OUTPUT_KINDS), keep)
     if (protocols.RESPONSES_TOOL_ITEM_SUFFIX != "_call" or protocols.ERROR_OBJECT != "error"
             or protocols.CONVERSE_START_ACTIONS != {A_START_TOOL: "toolUse", A_START_RESULT: "toolResult",
-                                                    A_START_IMAGE: "image"}):
-        raise ImportError("fastsse._scanner is stale: RESPONSES_TOOL_ITEM_SUFFIX, ERROR_OBJECT or "
-                          "CONVERSE_START_ACTIONS changed")
+                                                    A_START_IMAGE: "image"}
+            or protocols.BEDROCK_GUARDRAIL_INTERVENED != "INTERVENED"):
+        raise ImportError("fastsse._scanner is stale: RESPONSES_TOOL_ITEM_SUFFIX, ERROR_OBJECT, "
+                          "CONVERSE_START_ACTIONS or BEDROCK_GUARDRAIL_INTERVENED changed")
     _unknown_rank = protocols.OUTCOME_RANK[protocols.UNKNOWN_FINISH[1]]
     return 0
 
@@ -203,6 +205,7 @@ ctypedef struct Record:
     int done  # Ollama's "done": -1 not sent, 0 false, 1 true
     int calls  # whole tool calls (Ollama)
     bint metrics  # a Bedrock InvokeModel chunk's amazon-bedrock-invocationMetrics: its last
+    bint guardrail  # its amazon-bedrock-guardrailAction said INTERVENED
 
 cdef inline void worse_finish(Choice* choice) noexcept:
     """The choice's finish reason, given OpenRouter's native one (_record_py.worse_finish)."""
@@ -265,7 +268,7 @@ cdef inline void record_reset(Record* r) noexcept:
     r.chunk_off = 0
     r.done = -1
     r.calls = 0
-    r.metrics = False
+    r.metrics = r.guardrail = False
 
 cdef inline void record_begin(Record* r, int action, bint is_object) noexcept:
     if action == A_ERROR:
@@ -530,3 +533,7 @@ cdef inline void record_scalar(Record* r, int action, int kind, const Str* value
     elif action == A_CHUNK_BYTES:
         r.chunk_off = cap_off
         r.chunk_len = cap_len
+    elif action == A_GUARDRAIL:
+        # (_protocols.BEDROCK_GUARDRAIL_INTERVENED)
+        if value.len == 10 and memcmp(value.s, b"INTERVENED", 10) == 0:
+            r.guardrail = True

@@ -107,6 +107,7 @@ class EventRecord:
         "delta_thinking", "delta_json", "stop_reason", "stop_detail", "block_index",
         "block_type", "item_type", "args", "delta_bytes", "output_index", "reasoning_tokens",
         "in_item", "item_text", "item_refusal", "items", "chunk", "done", "calls", "metrics",
+        "guardrail",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -146,6 +147,7 @@ class EventRecord:
         self.done: bool | None = None  # Ollama's "done", when the line has one
         self.calls = 0  # whole tool calls (Ollama)
         self.metrics = False  # a Bedrock InvokeModel chunk's amazon-bedrock-invocationMetrics: its last
+        self.guardrail = False  # its amazon-bedrock-guardrailAction said INTERVENED
 
     # The automaton calls these three as it meets fields that JSON_TREE names.
     def begin(self, action: int, is_object: bool) -> None:
@@ -380,6 +382,14 @@ def _chunk(record: EventRecord, value: Value, nonempty: bool) -> None:
     record.chunk = cast(bytes, value)  # a string rule: bytes
 
 
+_INTERVENED = d.BEDROCK_GUARDRAIL_INTERVENED.encode()
+
+
+def _guardrail(record: EventRecord, value: Value, nonempty: bool) -> None:
+    if value == _INTERVENED:
+        record.guardrail = True
+
+
 def _done(done: bool) -> Rule:
     def rule(record: EventRecord, value: Value, nonempty: bool) -> None:
         record.done = done
@@ -438,6 +448,7 @@ _ON_STRING: dict[int, Rule] = {
     d.A_ITEM_TEXT: _item_flag("item_text"),
     d.A_ITEM_REFUSAL: _item_flag("item_refusal"),
     d.A_CHUNK_BYTES: _chunk,
+    d.A_GUARDRAIL: _guardrail,
 }
 _ON_NUMBER: dict[int, Rule] = {
     d.A_ERROR: _error,

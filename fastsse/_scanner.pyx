@@ -137,6 +137,7 @@ cdef dict _C_CONSTANTS = {
     "A_AUDIO_END": A_AUDIO_END, "A_CHUNK_BYTES": A_CHUNK_BYTES, "A_DONE": A_DONE, "A_CALL": A_CALL,
     "A_START_TOOL": A_START_TOOL, "A_START_RESULT": A_START_RESULT, "A_START_IMAGE": A_START_IMAGE,
     "A_INVOCATION_METRICS": A_INVOCATION_METRICS, "A_CHOICE_STOP": A_CHOICE_STOP,
+    "A_GUARDRAIL": A_GUARDRAIL,
     "OUT_NONE": OUT_NONE, "OUT_TEXT": OUT_TEXT, "OUT_REASONING": OUT_REASONING,
     "OUT_TOOL": OUT_TOOL, "OUT_OTHER": OUT_OTHER, "ITEM_TEXT": ITEM_TEXT,
     "ITEM_REFUSAL": ITEM_REFUSAL, "ITEM_REASONING": ITEM_REASONING, "ITEM_TOOL": ITEM_TOOL,
@@ -170,8 +171,8 @@ if max(_C_CONSTANTS[name] for name in _C_CONSTANTS if name.startswith("A_")) >= 
 # close() passes _verdict._judge its arguments positionally, in this order.
 _JUDGE_PARAMETERS = ("protocol", "transport", "limit", "errors", "error_code", "end_marker",
                      "no_events", "residual", "malformed", "sequence_gap", "finishes", "blocked",
-                     "text", "reasoning", "refusal", "tool_calls", "tool_malformed", "output",
-                     "hidden_reasoning")
+                     "guardrail", "text", "reasoning", "refusal", "tool_calls", "tool_malformed",
+                     "output", "hidden_reasoning")
 if tuple(_inspect.signature(_judge).parameters) != _JUDGE_PARAMETERS:
     raise ImportError("fastsse._scanner is stale: _verdict._judge's parameters changed; update close()")
 if tuple(_PROTOCOL_NAMES[1:]) != d.PROTOCOLS:
@@ -404,6 +405,7 @@ cdef class Scanner:
     cdef Py_ssize_t total_bytes, events, comments, errors, malformed
     cdef Py_ssize_t text, reasoning, refusal, tool_calls, output
     cdef bint end_marker, sequence_gap, tool_malformed, hidden_reasoning
+    cdef bint guardrail  # a Bedrock guardrail intervened (_protocols.GUARDRAIL_FINISH)
     cdef int items  # what whole items held (_protocols.ITEM_*)
     # how the stream is framed (FR_*): by its protocol, or by its first byte
     cdef int framing
@@ -876,8 +878,10 @@ cdef class Scanner:
             self.malformed += 1
             return 0
         self._interpret(<Pos>"", 0)
-        if self.rec.metrics and self.detected != D_ANTHROPIC:
-            # Bedrock's last chunk (_protocols.BEDROCK_INVOKE_END): Anthropic's own end says more
+        if self.rec.guardrail:
+            self.guardrail = True
+        if (self.rec.metrics or self.rec.guardrail) and self.detected != D_ANTHROPIC:
+            # Bedrock's last chunk, or a guardrail's answer (_scanner_py.Scanner._chunk)
             self.end_marker = True
         if (read == 1 and self.limit is None and size <= MEMO_MAX_BYTES
                 and self._replayable()):
@@ -1137,8 +1141,11 @@ cdef class Scanner:
         cdef Record* r = &self.rec
         cdef int i
         if (self.limit is not None or r.error or r.too_many or r.n_tools > 1 or r.out_of_memory
-                or r.reasoning_tokens or r.items or r.n_args or r.unrepeatable or r.metrics):
-            return False  # (metrics: Bedrock's last chunk, an end marker that replay does not set)
+                or r.reasoning_tokens or r.items or r.n_args or r.unrepeatable or r.metrics
+                or r.guardrail):
+            # (metrics: Bedrock's last chunk, an end marker that replay does not set; guardrail:
+            # the same, and the stream's finish)
+            return False
         if self.detected == D_ANTHROPIC or self.detected == D_BEDROCK_CONVERSE:
             # a block's text or thinking delta (not a tool's input, which is state)
             return self.kind == K_BLOCK_DELTA and r.delta_json_len < 0 and _deltas_only(r)
@@ -1794,7 +1801,8 @@ cdef class Scanner:
         k.flags = ((self.errors > 0) | self.end_marker << 1 | (self.events == 0) << 2
                    | (residual > 0) << 3 | (self.malformed > 0) << 4 | self.sequence_gap << 5
                    | text << 6 | reasoning << 7 | refusal << 8 | tool_calls << 9
-                   | self.tool_malformed << 10 | output << 11 | self.hidden_reasoning << 12)
+                   | self.tool_malformed << 10 | output << 11 | self.hidden_reasoning << 12
+                   | self.guardrail << 13)
         k.n_finishes = n_finishes
         k.error_code = self.error_code
         k.blocked = self.blocked
@@ -1813,7 +1821,7 @@ cdef class Scanner:
             _PROTOCOL_NAMES[k.protocol], transport, self.limit, self.errors > 0,
             str_bytes(&self.error_code), self.end_marker, self.events == 0, residual > 0,
             self.malformed > 0, self.sequence_gap, finishes, str_bytes(&self.blocked),
-            text, reasoning, refusal, tool_calls, self.tool_malformed, output,
+            self.guardrail, text, reasoning, refusal, tool_calls, self.tool_malformed, output,
             self.hidden_reasoning)
         if memo:
             self.caches.remember(&k, head)

@@ -420,8 +420,11 @@ class Scanner:
             self._ev.malformed_events += 1
             return
         self._interpret(record, b"")
-        if record.metrics and self._detected != "anthropic":
-            # Bedrock's last chunk (_protocols.BEDROCK_INVOKE_END): Anthropic's own end says more
+        if record.guardrail:
+            self._ev.guardrail = True  # (_protocols.GUARDRAIL_FINISH)
+        if (record.metrics or record.guardrail) and self._detected != "anthropic":
+            # Bedrock's last chunk (_protocols.BEDROCK_INVOKE_END), or a guardrail's answer,
+            # after which Bedrock sends nothing of the model's: Anthropic's own end says more
             self._ev.end_marker = True
 
     def _too_long(self, line_length: int, first: int) -> bool:

@@ -88,6 +88,7 @@ MESSAGE_NO_EVENTS = "The stream closed before any event arrived."
 MESSAGE_ABNORMAL_FINISH = "The provider ended the answer with a finish reason that does not mean success."
 MESSAGE_REFUSAL = "The model refused to answer."
 MESSAGE_BLOCKED_PROMPT = "The prompt was blocked by a safety filter, so no answer was generated."
+MESSAGE_GUARDRAIL = "A Bedrock guardrail intervened: the answer is the guardrail's message, not the model's."
 MESSAGE_REASONING_ONLY = "The answer finished normally but held only reasoning: no text, tool call or other output."
 MESSAGE_PAUSE = "The stream is complete, but the model paused its turn for the client to continue."
 MESSAGE_LIMITS = {
@@ -155,6 +156,7 @@ class Evidence:
     output: int = 0  # output that is not text: audio, images, approval requests, tool results
     hidden_reasoning: bool = False  # usage counted reasoning tokens the stream did not show
     items: int = 0  # what whole items held (_protocols.ITEM_*), whether or not deltas did
+    guardrail: bool = False  # a Bedrock guardrail intervened (_protocols.GUARDRAIL_FINISH)
 
 
 @dataclass(frozen=True)
@@ -209,12 +211,13 @@ def _verdict(values: dict[str, object]) -> Verdict:
 
 
 def _finish(
-    protocol: str, raws: list[str | None], blocked: str | None, tool_calls: bool, text: bool
+    protocol: str, raws: list[str | None], blocked: str | None, guardrail: bool, tool_calls: bool, text: bool
 ) -> tuple[str | None, str | None, str | None]:
     """The choice that speaks for the stream: (normalized, raw, outcome), or Nones.
 
     ``raws``: each choice's finish reason, sanitized, in order of first appearance;
-    ``blocked``: the blocked prompt's reason, sanitized.
+    ``blocked``: the blocked prompt's reason, sanitized; ``guardrail``: a Bedrock guardrail
+    intervened.
     """
     table = d.FINISH_REASONS.get(protocol, {})
     worst = None
@@ -226,6 +229,9 @@ def _finish(
             worst = (normalized, raw, outcome)
     if blocked is not None:  # a blocked prompt is the finish of a candidate-less answer
         worst = ("content_filter", blocked, d.O_FILTER)
+    if guardrail:  # the guardrail's message replaced the answer, whatever the model said
+        normalized, outcome = d.FINISH_REASONS["bedrock-invoke"][d.GUARDRAIL_FINISH]
+        worst = (normalized, d.GUARDRAIL_FINISH, outcome)
     if worst is None:
         return None, None, None
     normalized, raw, outcome = worst
@@ -258,6 +264,7 @@ def _judge(
     sequence_gap: bool,
     finishes: tuple[bytes | None, ...],
     blocked: bytes | None,
+    guardrail: bool,
     text: bool,
     reasoning: bool,
     refusal: bool,
@@ -274,8 +281,9 @@ def _judge(
     """
     raws = [sanitize_identifier(r) for r in finishes]
     blocked_reason = sanitize_identifier(blocked)
-    normalized, raw, outcome = _finish(protocol, raws, blocked_reason, tool_calls, text)
-    finish_missing = (not raws and blocked_reason is None) or None in raws
+    normalized, raw, outcome = _finish(protocol, raws, blocked_reason, guardrail, tool_calls, text)
+    # (a guardrail's intervention is the finish of every choice: Titan's says no reason of its own)
+    finish_missing = not guardrail and ((not raws and blocked_reason is None) or None in raws)
     code = sanitize_identifier(error_code)
     answer = text or tool_calls or output  # reasoning alone is no answer
     message = None
@@ -311,6 +319,8 @@ def _judge(
         category = CONTENT_FILTERED
         if blocked_reason is not None:
             message = MESSAGE_BLOCKED_PROMPT
+        elif guardrail:
+            message = MESSAGE_GUARDRAIL
         elif refusal or raw == "refusal":
             message = MESSAGE_REFUSAL
     elif tool_malformed or outcome == d.O_TOOL_MALFORMED:
@@ -364,6 +374,7 @@ def decide(evidence: Evidence, transport: str = "eof") -> Verdict:
         e.sequence_gap,
         tuple([raw for _index, raw in e.finishes]),
         e.blocked,
+        e.guardrail,
         e.text > 0 or bool(items & d.ITEM_TEXT),
         e.reasoning > 0 or bool(items & d.ITEM_REASONING),
         e.refusal > 0 or bool(items & d.ITEM_REFUSAL),

@@ -16,6 +16,7 @@ from fastsse import CATEGORIES
 from fastsse._verdict import (
     MESSAGE_ABNORMAL_FINISH,
     MESSAGE_BLOCKED_PROMPT,
+    MESSAGE_GUARDRAIL,
     MESSAGE_LIMITS,
     MESSAGE_NO_EVENTS,
     MESSAGE_PAUSE,
@@ -742,6 +743,16 @@ C_TOOL_RESULT = es.event(
 C_IMAGE = es.event("contentBlockStart", {"contentBlockIndex": 0, "start": {"image": {"format": "png"}}})
 NOT_BASE64 = es.event("chunk", {"bytes": "eyJ0eXBlIjoicGluZyJ9!"})
 NOT_JSON_INSIDE = es.event("chunk", {"bytes": "PGh0bWw+NTAyPC9odG1sPg=="})  # <html>502</html>
+I_INTERVENED = {"amazon-bedrock-guardrailAction": "INTERVENED"}
+_BLOCKED, _END = a_text(0, "Blocked."), a_end("end_turn")
+GUARDRAIL_ANSWER = (
+    a_start(),
+    _BLOCKED[0],
+    {**_BLOCKED[1], **I_INTERVENED},
+    _BLOCKED[2],
+    _END[0],
+    {**_END[1], **I_INTERVENED},
+)
 LLAMA = (
     {"generation": "Hi", "prompt_token_count": 9, "generation_token_count": 1, "stop_reason": None},
     {"generation": "", "prompt_token_count": None, "generation_token_count": 2, "stop_reason": "stop"},
@@ -860,6 +871,12 @@ CASES += [
          finish_reason_raw="max_tokens"),
     case("refusal", "bedrock-invoke", invoke(a_start(), *a_end("refusal")), "content_filtered",
          message=MESSAGE_REFUSAL),
+    # a guardrail's message in place of the answer, marked (the shape Bedrock's invocation log
+    # recorded: test_invoke_families.anthropic_guarded); Titan's is one chunk, without metrics
+    case("guardrail-intervened", "bedrock-invoke", invoke(*GUARDRAIL_ANSWER), "content_filtered",
+         finish_reason="content_filter", finish_reason_raw="guardrail_intervened", message=MESSAGE_GUARDRAIL),
+    case("titan-guardrail-intervened", "bedrock-invoke", es.chunk({"outputText": "Blocked.", **I_INTERVENED}),
+         "content_filtered", finish_reason_raw="guardrail_intervened", text_events=1),
     case("input-json-bad", "bedrock-invoke",
          invoke(a_start(), *a_tool(0, '{"city": "Par'), *a_end("tool_use")), "tool_call_malformed"),
     case("end-turn-nothing-said", "bedrock-invoke", invoke(a_start(), *a_end("end_turn")), "empty_output"),

@@ -5,9 +5,12 @@ complete; a stream cut before that last chunk is not, whatever its last chunk sa
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from fastsse import _protocols as d
+from fastsse._verdict import MESSAGE_GUARDRAIL
 from loadtests import eventstream as es
 
 from .feeding import agree
@@ -204,3 +207,181 @@ def test_a_chat_shaped_stop_reason_is_never_replayed_past():
         last = {"choices": [{"text": "w99", "stop_reason": reason}], **METRICS}
         verdict = agree(invoke(*chunks, last), "bedrock-invoke")
         assert (verdict.category, verdict.text_events) == (category, 13)
+
+
+# ------------------------------------------------------------------------------- guardrails
+# A guardrail on InvokeModel marks the model's events with amazon-bedrock-guardrailAction
+# (_protocols.BEDROCK_GUARDRAIL_INTERVENED): INTERVENED when the user got the guardrail's message
+# in place of the model's answer, NONE when it let the answer pass.
+GUARDRAIL = "amazon-bedrock-guardrailAction"
+INTERVENED = {GUARDRAIL: d.BEDROCK_GUARDRAIL_INTERVENED}
+PASSED = {GUARDRAIL: "NONE"}
+TRACE = {
+    "amazon-bedrock-trace": {
+        "guardrail": {
+            "input": {"g1": {"topicPolicy": {"topics": [{"name": "t1", "type": "DENY", "action": "BLOCKED"}]}}},
+            "actionReason": "blocked",
+        }
+    }
+}
+
+
+def anthropic_guarded(action: dict, stop_reason: str = "end_turn") -> list[dict]:
+    """An Anthropic answer on InvokeModel that a guardrail replaced, in the shape Bedrock's
+    invocation log recorded (elastic/ecs `rfcs/text/0050-gen_ai-security-fields.md`, its source
+    data): the guardrail's message as one text delta that carries the action, the model's usual
+    end_turn, and message_stop with the action and the guardrail's trace."""
+    return [
+        {
+            "type": "message_start",
+            "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude", "content": []},
+        },
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Blocked."}, **action},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": stop_reason}, "usage": {"output_tokens": 0}},
+        {"type": "message_stop", **action, **TRACE, **METRICS},
+    ]
+
+
+def titan_blocked(action: dict) -> dict:
+    """Titan Text's answer to a prompt a guardrail blocked, as recorded whole (traceloop/openllmetry,
+    `packages/opentelemetry-instrumentation-bedrock/tests/traces/cassettes/test_guardrails/
+    test_guardrail_invoke_stream.yaml`): one chunk, the guardrail's message as outputText, no
+    completionReason and no amazon-bedrock-invocationMetrics."""
+    return {
+        "outputText": "Blocked.",
+        "index": 0,
+        "totalOutputTextTokenCount": 3,
+        "inputTextTokenCount": 6,
+        **action,
+        **TRACE,
+    }
+
+
+def test_an_anthropic_answer_a_guardrail_replaced_is_content_filtered():
+    verdict = agree(invoke(*anthropic_guarded(INTERVENED)), "bedrock-invoke")
+    assert (verdict.category, verdict.finish_reason, verdict.finish_reason_raw) == (
+        "content_filtered",
+        "content_filter",
+        d.GUARDRAIL_FINISH,
+    )
+    assert verdict.message == MESSAGE_GUARDRAIL and not verdict.retryable
+    assert agree(invoke(*anthropic_guarded(PASSED)), "bedrock-invoke").category == "complete"
+    # the guardrail's word wins over the model's own reason
+    assert agree(invoke(*anthropic_guarded(INTERVENED, "max_tokens")), "bedrock-invoke").category == "content_filtered"
+
+
+def test_an_anthropic_stream_a_guardrail_marked_still_ends_with_message_stop():
+    """Cut after the guardrail's delta, or at any chunk before message_stop, the stream is what
+    the same cut is without the marker: never complete, never content_filtered."""
+    guarded, passed = anthropic_guarded(INTERVENED), anthropic_guarded(PASSED)
+    for k in range(len(guarded)):
+        verdict = agree(invoke(*guarded[:k]), "bedrock-invoke")
+        assert verdict.category == agree(invoke(*passed[:k]), "bedrock-invoke").category == "no_end_marker", k
+    whole = b"".join(es.chunk(event) for event in guarded)
+    assert agree(whole[:-5], "bedrock-invoke").category == "no_end_marker"  # inside message_stop
+
+
+def test_titan_blocked_by_a_guardrail_in_one_chunk_is_content_filtered():
+    """The turn ended with the guardrail's message: a retry would meet the same guardrail, and
+    calling it cut would make a gateway send it again."""
+    stream = es.chunk(titan_blocked(INTERVENED), pad=13)
+    verdict = agree(stream, "bedrock-invoke")
+    assert (verdict.category, verdict.finish_reason_raw, verdict.text_events) == (
+        "content_filtered",
+        d.GUARDRAIL_FINISH,
+        1,
+    )
+    assert agree(stream) == verdict  # auto tells the framing and the outer protocol
+    # without the marker it is what it was: a chunk that says neither why nor that it was last
+    assert agree(es.chunk(titan_blocked(PASSED)), "bedrock-invoke").category == "no_end_marker"
+    assert agree(stream[:-5], "bedrock-invoke").category == "no_end_marker"  # the chunk cut
+
+
+@pytest.mark.parametrize("family", BUILDERS)
+def test_every_family_a_guardrail_replaced_is_content_filtered(family):
+    """The marker on Bedrock's last chunk, or on a chunk of the model's own that ends the stream
+    (Bedrock blocks what would follow it): content_filtered.  NONE changes nothing."""
+    reason = next(iter(d.BEDROCK_INVOKE_FAMILIES[family]["values"]))
+    events = BUILDERS[family](reason)
+    events[-1] = {**events[-1], **METRICS}
+    marked = [*events[:-1], {**events[-1], **INTERVENED}]
+    verdict = agree(invoke(*marked), "bedrock-invoke")
+    assert (verdict.category, verdict.finish_reason, verdict.finish_reason_raw) == (
+        "content_filtered",
+        "content_filter",
+        d.GUARDRAIL_FINISH,
+    )
+    last_model_event = BUILDERS[family](reason)[-1]
+    early_end = invoke(*BUILDERS[family](reason)[:-1], {**last_model_event, **INTERVENED})
+    assert agree(early_end, "bedrock-invoke").category == "content_filtered"
+    passed = agree(invoke(*(({**event, **PASSED}) for event in events)), "bedrock-invoke")
+    unmarked = agree(finished(family, reason), "bedrock-invoke")
+    assert passed.complete and {**passed.to_dict(), "bytes": 0} == {**unmarked.to_dict(), "bytes": 0}
+
+
+@pytest.mark.parametrize("family", BUILDERS)
+def test_every_family_cut_before_the_guardrails_chunk_is_what_it_was(family):
+    reason = next(iter(d.BEDROCK_INVOKE_FAMILIES[family]["values"]))
+    events = BUILDERS[family](reason)
+    marked = [*events[:-1], {**events[-1], **INTERVENED, **METRICS}]
+    for k in range(len(marked)):
+        assert agree(invoke(*marked[:k]), "bedrock-invoke").category == "no_end_marker", k
+    stream = invoke(*marked)
+    assert agree(stream[:-5], "bedrock-invoke").category == "no_end_marker"  # inside its chunk
+
+
+def test_a_chat_shaped_answer_a_guardrail_replaced_is_content_filtered():
+    """OpenAI-compatible models (gpt-oss): the marker on a chat chunk."""
+    first = {
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}],
+    }
+    last = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    for end in ({**last, **INTERVENED, **METRICS}, {**last, **INTERVENED}):
+        verdict = agree(invoke(first, end), "bedrock-invoke")
+        assert (verdict.category, verdict.finish_reason_raw) == ("content_filtered", d.GUARDRAIL_FINISH)
+    assert agree(invoke({**first, **INTERVENED}), "bedrock-invoke").category == "content_filtered"
+    assert agree(invoke({**first, **PASSED}), "bedrock-invoke").category == "no_end_marker"
+
+
+def test_only_the_top_level_action_and_only_intervened_count():
+    """The guardrail's trace may hold policies that say BLOCKED; the action beside it decides.  A
+    key of that name deeper in the event is the model's, and other values are not INTERVENED."""
+    for action in ({GUARDRAIL: "intervened"}, {GUARDRAIL: "GUARDRAIL_INTERVENED"}, {"x": INTERVENED}, {GUARDRAIL: 1}):
+        assert agree(invoke(*anthropic_guarded(action)), "bedrock-invoke").category == "complete", action
+
+
+def test_the_marker_counts_only_in_bedrock_invoke():
+    """Other protocols do not read it: an Anthropic stream over SSE with the key is judged as
+    it always was."""
+    events = anthropic_guarded(INTERVENED)
+    stream = b"".join(b"event: %s\ndata: %s\n\n" % (e["type"].encode(), json.dumps(e).encode()) for e in events)
+    assert agree(stream, "anthropic").category == "complete"
+
+
+def test_a_repeated_chunk_never_hides_the_guardrails_marker():
+    """The compiled twin replays a chunk that repeats the one kept but for its text and padding:
+    a chunk that differs from it only by INTERVENED in place of NONE must be read."""
+    from fastsse import _scanner as compiled
+
+    blocks = anthropic_guarded(PASSED)
+    deltas = [{**blocks[2], "delta": {"type": "text_delta", "text": f"w{i}"}} for i in range(12)]
+    marked = {**deltas[0], **INTERVENED}
+    for events, category in (
+        ([*blocks[:2], *deltas, *blocks[3:]], "complete"),
+        ([*blocks[:2], *deltas, marked, *blocks[3:]], "content_filtered"),
+    ):
+        stream = invoke(*events)
+        assert agree(stream, "bedrock-invoke").category == category
+        scanner = compiled.Scanner("bedrock-invoke")
+        scanner.feed(stream)
+        scanner.close()
+        assert scanner.replayed >= 10  # the path the marker must not slip through ran
+    llama_chunks = [
+        {"generation": f"w{i}", "generation_token_count": i, "stop_reason": None, **PASSED} for i in range(12)
+    ]
+    last = {"generation": "w99", "generation_token_count": 99, "stop_reason": None, **INTERVENED}
+    verdict = agree(invoke(*llama_chunks, last), "bedrock-invoke")
+    assert (verdict.category, verdict.text_events) == ("content_filtered", 13)
