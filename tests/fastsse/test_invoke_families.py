@@ -182,6 +182,27 @@ def test_openai_compatible_models_end_with_bedrocks_last_chunk():
     assert agree(invoke(first, {**length, **METRICS}), "bedrock-invoke").category == "truncated_length"
 
 
+def test_jamba_ends_with_bedrocks_metrics_in_a_chunk_of_their_own():
+    """AI21's Jamba sends chat chunks (choices[].delta.content, finish_reason stop or length;
+    AI21Labs/ai21-python `ai21/models/chat/chat_completion_chunk.py`), and Bedrock sends its
+    invocation metrics as a chunk of their own after the one whose finish_reason is set: AI21's
+    SDK holds that chunk and merges the next into it (`ai21/clients/bedrock/_stream_decoder.py`,
+    `_build_last_chunk`).  Read as chat: complete with the metrics' chunk, cut without it."""
+
+    def jamba(content: str, finish: str | None, usage: dict | None = None) -> dict:
+        delta = {"role": "assistant", "content": content}
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        return {"id": "chatcmpl-1", "choices": [choice], "usage": usage}
+
+    usage = {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}
+    for reason, category in (("stop", "complete"), ("length", "truncated_length")):
+        answer = [jamba("Hello", None), jamba(" there", None), jamba("", reason, usage)]
+        verdict = agree(invoke(*answer, METRICS), "bedrock-invoke")
+        assert (verdict.category, verdict.finish_reason_raw, verdict.text_events) == (category, reason, 2)
+        assert agree(invoke(*answer, METRICS)) == verdict
+        assert agree(invoke(*answer), "bedrock-invoke").category == "no_end_marker"
+
+
 def test_a_chat_shaped_finish_reason_still_speaks_first():
     """Mistral's chat format as LiteLLM reads it (choices[].finish_reason): read as chat's, and
     finish_reason wins over a stop_reason beside it."""
