@@ -15,7 +15,8 @@ same number of workers, and what a post cost in CPU: in the server's processes, 
 server, the database and the load generator share its cores); then MB/s and streams/s by
 stream size (2 KB, 20 KB, 200 KB) and for a mix of the four protocols; then the same 20 KB
 streams posted as they are and zstd- and gzip-compressed, side by side (the bytes on the wire and
-the server's CPU a stream); then where the service's CPU goes (a py-spy sampling profile of one
+the server's CPU a stream); then 2 kB streams posted alone and in batches of 16 and 64 (streams
+stored a second, side by side); then where the service's CPU goes (a py-spy sampling profile of one
 worker under the same load, grouped by what the code does).
 
     python bench/bench_service.py                 # about 4 minutes
@@ -97,10 +98,14 @@ class Server:
         self._log.close()
 
 
-def wrk(url: str, bodies: list[Path], *, seconds: float, connections: int, threads: int, tag: str) -> dict:
+def wrk(
+    url: str, bodies: list[Path], *, seconds: float, connections: int, threads: int, tag: str, batch: int = 0
+) -> dict:
     """The benchmark's load: loadtests/wrk.py's posts, without counting statuses (wrk's cost
     per post is part of what the rows report)."""
-    return post_streams(url, TOKEN, bodies, tag=tag, seconds=seconds, connections=connections, threads=threads)
+    return post_streams(
+        url, TOKEN, bodies, tag=tag, seconds=seconds, connections=connections, threads=threads, batch=batch
+    )
 
 
 class Scratch:
@@ -172,9 +177,10 @@ def committed_rows(server: Server) -> int:
     return int(sum(float(v) for v in re.findall(r"^fastsse_streams_total\{[^}]*\} (\S+)$", text, re.M)))
 
 
-def run_load(server: Server, bodies: list[Path], args, tag: str) -> dict:
+def run_load(server: Server, bodies: list[Path], args, tag: str, *, batch: int = 0) -> dict:
     """wrk's figures, and the CPU each post cost: the server's processes, PostgreSQL's, wrk
-    itself, and the whole machine (they all share its cores)."""
+    itself, and the whole machine (they all share its cores).  ``batch``: posts are batches of
+    that many streams."""
     wrk(
         server.url,
         bodies,
@@ -182,6 +188,7 @@ def run_load(server: Server, bodies: list[Path], args, tag: str) -> dict:
         connections=args.connections,
         threads=args.threads,
         tag=tag + "w",
+        batch=batch,
     )
     served = [server.process.pid, *server.worker_pids()]
     served_before, postgres_before = cpu_seconds(served), postgres_cpu()
@@ -193,6 +200,7 @@ def run_load(server: Server, bodies: list[Path], args, tag: str) -> dict:
         connections=args.connections,
         threads=args.threads,
         tag=tag,
+        batch=batch,
     )
     postgres_after = postgres_cpu()
     (busy_after, idle_after), (busy_before, idle_before) = machine_cpu(), machine_before
@@ -507,6 +515,51 @@ def compressed_posts(bodies: dict, scratch: Scratch, args, root: Path) -> None:
         )
 
 
+BATCH_SIZES = (16, 64)
+
+
+def batched_posts(bodies: dict, scratch: Scratch, args, root: Path) -> None:
+    """2 kB streams of every protocol in turn (short answers, tool calls), each posted alone
+    and posted in batches (POST /v1/streams/batch), to the service on PostgreSQL with 1 worker
+    and durable commits: streams stored a second, and the server's CPU a stream, side by side
+    (``--rounds`` times in turn).  Every stream has a stream_id of its own; the rows committed
+    are counted afterwards, since wrk sees a batch's 207, not each stream's own status."""
+    paths = [bodies[protocol, 2_000] for protocol in PROTOCOLS]
+    print(
+        f"\n  batches: the {len(paths)} protocols' 2 kB streams in turn, PostgreSQL, 1 worker, durable commits"
+        f" ({args.rounds} round(s) in turn; CPU a stream: the server's processes)"
+    )
+    print(f"  {'posted':<20} {'streams/s':>9} {'vs alone':>8} {'server µs':>9} {'p50 ms':>7} {'p99 ms':>7}  stored")
+    found: dict[int, list[dict]] = {size: [] for size in (0, *BATCH_SIZES)}
+    for _ in range(args.rounds):
+        for size in found:
+            server = start_service(scratch.postgres(), 1, root / "batches.log")
+            try:
+                result = run_load(server, paths, args, "b", batch=size)
+                result["stored"] = committed_rows(server)
+            finally:
+                server.stop()
+            per = max(size, 1)
+            result["streams"] = result["requests"] * per
+            result["streams_per_s"] = result["rps"] * per
+            result["stream_us"] = result["cpu_us"]["service"] / per
+            found[size].append(result)
+    alone = statistics.median(r["streams_per_s"] for r in found[0])
+    for size, results in found.items():
+        rate = statistics.median(r["streams_per_s"] for r in results)
+        us = statistics.median(r["stream_us"] for r in results)
+        p50 = statistics.median(r["p50_ms"] for r in results)
+        p99 = statistics.median(r["p99_ms"] for r in results)
+        errors = sum(r["non_2xx"] + r["socket_errors"] for r in results)
+        name = "alone" if not size else f"in batches of {size}"
+        stored = "/".join(f"{r['stored']:,}" for r in results)
+        print(
+            f"  {name:<20} {rate:9.0f} {rate / alone:7.2f}x {us:9.1f} {p50:7.1f} {p99:7.1f}  {stored}"
+            + (f"   {errors} errors" if errors else ""),
+            flush=True,
+        )
+
+
 def _write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
@@ -530,11 +583,12 @@ def main() -> None:
     )
     parser.add_argument("--no-sizes", action="store_true")
     parser.add_argument("--no-compression", action="store_true")
+    parser.add_argument("--no-batches", action="store_true")
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--admin-dsn", default=ADMIN_DSN)
     args = parser.parse_args()
     if args.quick:
-        args.seconds, args.warmup, args.no_sizes, args.no_compression = 5, 2, True, True
+        args.seconds, args.warmup, args.no_sizes, args.no_compression, args.no_batches = 5, 2, True, True, True
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (Debian: apt-get install wrk)")
 
@@ -612,6 +666,8 @@ def main() -> None:
 
             if not args.no_compression:
                 compressed_posts(bodies, scratch, args, root)
+            if not args.no_batches:
+                batched_posts(bodies, scratch, args, root)
 
             if not args.no_profile:
                 print("\n  where the service's CPU goes: PostgreSQL, 1 worker, the same load")

@@ -1,6 +1,8 @@
 -- wrk script: every connection posts the given stream files to POST /v1/streams in turn, each
 -- post with a new stream_id.  Run through loadtests/wrk.py, which passes, after `--`:
---   tag  pace_ms  count_statuses(0|1)  token  body_file...
+--   tag  pace_ms  count_statuses(0|1)  batch  token  body_file...
+-- A batch of N > 0 posts the streams N at a time to POST /v1/streams/batch instead, each with a
+-- stream_id of its own (a head line and its bytes, as service/batches.py reads them).
 -- With a pace, each connection waits that long before each request.  Counting the answers by
 -- status (and the 503s without Retry-After) costs wrk a Lua call per answer, so it is asked
 -- for only where the answers matter (the overload run), not where wrk's own cost does (the
@@ -18,7 +20,8 @@ function init(args)
   prefix = args[1] .. "-" .. tid .. "-"
   pace = tonumber(args[2])
   if args[3] ~= "1" then response = nil end  -- wrk then parses no answer for us
-  forged = args[4] == "forged-signature"
+  batch = tonumber(args[4])
+  forged = args[5] == "forged-signature"
   if forged then
     headers = {
       ["Content-Type"] = "text/event-stream",
@@ -26,11 +29,11 @@ function init(args)
       ["webhook-signature"] = "fastsse1," .. string.rep("B", 43) .. "=",
     }
   else
-    headers = {["Authorization"] = "Bearer " .. args[4], ["Content-Type"] = "text/event-stream"}
+    headers = {["Authorization"] = "Bearer " .. args[5], ["Content-Type"] = "text/event-stream"}
   end
   bodies = {}
   encodings = {}
-  for i = 5, #args do
+  for i = 6, #args do
     local f = assert(io.open(args[i], "rb"))
     bodies[#bodies + 1] = f:read("*a")
     f:close()
@@ -49,7 +52,19 @@ function delay()
   return pace
 end
 
+function batch_request()
+  local parts = {}
+  for i = 1, batch do
+    counter = counter + 1
+    local body = bodies[(counter % #bodies) + 1]
+    parts[#parts + 1] = '{"stream_id":"' .. prefix .. counter .. '","tool":"codex","length":' .. #body .. '}\n'
+    parts[#parts + 1] = body
+  end
+  return wrk.format("POST", "/v1/streams/batch", headers, table.concat(parts))
+end
+
 function request()
+  if batch > 0 then return batch_request() end
   counter = counter + 1
   local index = (counter % #bodies) + 1
   local body = bodies[index]

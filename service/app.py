@@ -37,24 +37,23 @@ GEN0_THRESHOLD = 10_000
 
 
 class Service(FastAPI):
-    """The service's app: FastAPI's, except that POST /v1/streams, the hot path, goes straight
-    to ``streams.serve_post`` (plain ASGI), before FastAPI's middleware and routing.  So a
-    middleware added to the app (``add_middleware``), and FastAPI's own OpenTelemetry
-    instrumentation where a provider is configured, never see those posts: what they must do
-    for them goes into ``serve_post``."""
+    """The service's app: FastAPI's, except that POST /v1/streams and /v1/streams/batch, the hot
+    path, go straight to ``streams.serve_post`` (plain ASGI), before FastAPI's middleware and
+    routing.  So a middleware added to the app (``add_middleware``), and FastAPI's own
+    OpenTelemetry instrumentation where a provider is configured, never see those posts: what
+    they must do for them goes into ``serve_post``."""
 
     ingest_fast_path = True
 
     async def __call__(self, scope, receive, send) -> None:
-        if not (
-            self.ingest_fast_path
-            and scope["type"] == "http"
-            and scope["path"] == streams.router.prefix
-            and scope["method"] == "POST"
-        ):
+        if not (self.ingest_fast_path and scope["type"] == "http" and scope["method"] == "POST"):
             await super().__call__(scope, receive, send)
-        else:
+        elif scope["path"] == streams.router.prefix:
             await streams.serve_post(self.state, scope, receive, send)
+        elif scope["path"] == streams.BATCH_PATH:
+            await streams.serve_post(self.state, scope, receive, send, batch=True)
+        else:
+            await super().__call__(scope, receive, send)
 
 
 def served_app(store: Store | None = None) -> Service:

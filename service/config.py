@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     # MAX_BODY_BYTES bounds what any body decodes to; this stops sooner a body that only
     # byte-identical repetition makes (varied streams compress 7 to 34:1).
     max_decoded_ratio: float = Field(default=1000.0, ge=1)
+    # A batch (POST /v1/streams/batch) carries at most this many streams, and MAX_BODY_BYTES
+    # bounds all of them together: a row per stream is what a batch holds until it is stored.
+    max_batch_streams: int = Field(default=1000, ge=1)
     # Handed to fastsse: no SSE event (or line) may grow past this while it is scanned.
     max_event_bytes: int = Field(default=fastsse.DEFAULT_MAX_EVENT_BYTES, ge=1)
 

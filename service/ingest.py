@@ -31,7 +31,7 @@ from .content_encoding import BodyDecoder, RatioTooHigh, UndecodableBody
 from .db import utcnow
 from .judging import BodyTooLarge, StreamJudge, sanitize_tool, verdict_row
 from .uploads import UploadBrokeOff, UploadClock
-from .writer import CONFLICT, CREATED, REUSED, Message, VerdictWriter, WriterUnavailable
+from .writer import CONFLICT, CREATED, REUSED, Message, VerdictWriter, WriteResult, WriterUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -273,16 +273,9 @@ async def ingest(
         return too_large  # refused before a byte of it is read
 
     now = utcnow()
-    if params.ended_at is not None:
-        oldest = now - timedelta(days=settings.retention_days or UNLIMITED_RETENTION_DAYS)
-        if not oldest <= params.ended_at <= now + MAX_CLOCK_SKEW:
-            reason = (
-                "is more than 5 minutes ahead of the service's clock"
-                if params.ended_at > now
-                else "is older than the verdicts are kept"
-            )
-            errors = [_error("value_error", "ended_at", reason, params.ended_at.isoformat())]
-            return Refused(Refusal.INVALID, f"ended_at {reason}", errors)
+    out_of_range = ended_at_refusal(params, settings, now)
+    if out_of_range is not None:
+        return out_of_range
 
     judge = StreamJudge(
         params.protocol, max_body_bytes=settings.max_body_bytes, max_event_bytes=settings.max_event_bytes
@@ -331,12 +324,44 @@ async def ingest(
         return Refused(
             Refusal.BAD_SIGNATURE, "the body's SHA-256 is not the one its content-digest names; nothing stored"
         )
+    row = stream_row(judge, verdict, body_sha256, gateway.name, params, now)
+    try:
+        result = await writer.write(
+            row,
+            timeout=settings.write_timeout_seconds,
+            message=None if signed is None else Message(signed.message_id, signed.timestamp),
+        )
+    except WriterUnavailable as exc:
+        return unavailable(exc)
+    return written(result, params.stream_id)
+
+
+def ended_at_refusal(params: IngestParams, settings: Settings, now: datetime) -> Refused | None:
+    """A post's ended_at outside what the service keeps (or ahead of its clock), refused."""
+    if params.ended_at is None:
+        return None
+    oldest = now - timedelta(days=settings.retention_days or UNLIMITED_RETENTION_DAYS)
+    if oldest <= params.ended_at <= now + MAX_CLOCK_SKEW:
+        return None
+    reason = (
+        "is more than 5 minutes ahead of the service's clock"
+        if params.ended_at > now
+        else "is older than the verdicts are kept"
+    )
+    errors = [_error("value_error", "ended_at", reason, params.ended_at.isoformat())]
+    return Refused(Refusal.INVALID, f"ended_at {reason}", errors)
+
+
+def stream_row(
+    judge: StreamJudge, verdict: fastsse.Verdict, body_sha256: str, gateway: str, params: IngestParams, now: datetime
+) -> dict:
+    """The row of a judged stream (counted in the scan metrics)."""
     metrics.SCAN_SECONDS.observe(judge.scan_seconds)
     metrics.STREAM_BYTES.observe(judge.received)
-    row = verdict_row(
+    return verdict_row(
         verdict,
         body_sha256=body_sha256,
-        gateway=gateway.name,
+        gateway=gateway,
         stream_id=params.stream_id,
         tool=sanitize_tool(params.tool),
         upstream_status=params.upstream_status,
@@ -346,25 +371,25 @@ async def ingest(
         received_at=now,
         ended_at=params.ended_at,
     )
-    try:
-        result = await writer.write(
-            row,
-            timeout=settings.write_timeout_seconds,
-            message=None if signed is None else Message(signed.message_id, signed.timestamp),
+
+
+def unavailable(exc: WriterUnavailable) -> Refused:
+    """The writer could not say the verdict is stored: not stored, or (``exc.unknown``) not
+    known, which is counted."""
+    if exc.unknown:
+        metrics.INGEST_OUTCOME_UNKNOWN.labels("commit_timeout" if "in time" in exc.reason else "database_error").inc()
+        return Refused(
+            Refusal.UNAVAILABLE,
+            f"the outcome is unknown: {exc.reason}, and the verdict may still be stored; a retry "
+            "with the same stream_id and bytes is safe (answered 200 with the verdict if it was stored)",
         )
-    except WriterUnavailable as exc:
-        if exc.unknown:
-            metrics.INGEST_OUTCOME_UNKNOWN.labels(
-                "commit_timeout" if "in time" in exc.reason else "database_error"
-            ).inc()
-            return Refused(
-                Refusal.UNAVAILABLE,
-                f"the outcome is unknown: {exc.reason}, and the verdict may still be stored; a retry "
-                "with the same stream_id and bytes is safe (answered 200 with the verdict if it was stored)",
-            )
-        return Refused(Refusal.UNAVAILABLE, f"not stored: {exc.reason}; retry later")
+    return Refused(Refusal.UNAVAILABLE, f"not stored: {exc.reason}; retry later")
+
+
+def written(result: WriteResult, stream_id: str) -> Outcome:
+    """What the writer's commit made of a verdict."""
     if result.outcome == CONFLICT:
-        return Refused(Refusal.CONFLICT, f"stream_id {params.stream_id!r} was already posted with different bytes")
+        return Refused(Refusal.CONFLICT, f"stream_id {stream_id!r} was already posted with different bytes")
     if result.outcome == REUSED:
         return Refused(
             Refusal.REUSED,

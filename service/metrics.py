@@ -103,7 +103,8 @@ SCAN_SECONDS = Histogram(
 )
 INGEST_REQUESTS = Counter(
     "fastsse_ingest_requests_total",
-    "POST /v1/streams answers, by HTTP status (499 when the upload broke off: nobody heard it).",
+    "POST /v1/streams answers, by HTTP status (499 when the upload broke off: nobody heard it); "
+    "a batch's 207 counts each of its streams by its own status instead.",
     ["status"],
 )
 FAILED_CREDENTIAL_KINDS = ("ingest_token", "signature", "read_token", "signin")
@@ -218,7 +219,8 @@ _INGEST_ANSWERS: dict[int, Counter] = {}
 
 
 def count_ingest_answer(status: int) -> None:
-    """One answer of POST /v1/streams, whatever it was (the route counts every one)."""
+    """One answer of POST /v1/streams, whatever it was, or of one stream of a batch (the route
+    counts every one)."""
     child = _INGEST_ANSWERS.get(status)
     if child is None:
         child = _INGEST_ANSWERS[status] = INGEST_REQUESTS.labels(str(status))

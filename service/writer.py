@@ -56,10 +56,13 @@ class WriteResult:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Message:
-    """The id and time a gateway signed a post with (auth.SignedPost)."""
+    """The id and time a gateway signed a post with (auth.SignedPost).  ``post``: what the id
+    is kept for, when not the row's own (stream_id, body_sha256): a signed batch keeps its id
+    for the whole batch, ("", the SHA-256 of its body as sent), shared by all its streams."""
 
     message_id: str
     timestamp: int
+    post: tuple[str, str] | None = None
 
 
 @dataclasses.dataclass(slots=True)
@@ -123,21 +126,27 @@ class VerdictWriter:
         finally:
             await self.store.close()
 
-    async def write(self, row: dict, *, timeout: float, message: Message | None = None) -> WriteResult:
-        """Store ``row``, or say why not.  ``message``: the signed post's id and time, kept
-        beside the verdict, so that no other post is stored under that id (REUSED)."""
+    def submit(self, row: dict, *, message: Message | None = None) -> asyncio.Future:
+        """Queue ``row`` for the next commit; the future is its WriteResult, or the
+        WriterUnavailable that says why it was not stored.  Raises WriterUnavailable at once
+        when the queue is full or the writer stopping.  ``message``: the signed post's id and
+        time, kept beside the verdict, so that no other post is stored under that id (REUSED)."""
         if self._stopping or (self._task is not None and self._task.done()):
             raise WriterUnavailable("the service is stopping")
         if len(self._queue) >= self._queue_size:
             raise WriterUnavailable("the write queue is full")
-        loop = asyncio.get_running_loop()
-        done = loop.create_future()
+        done = asyncio.get_running_loop().create_future()
         self._queue.append(_Pending(row, metrics.tool_label(row["tool"], self._metrics_tools), done, message))
         self._arrived.set()
         metrics.DB_WRITE_QUEUE_DEPTH.inc()
+        return done
+
+    async def write(self, row: dict, *, timeout: float, message: Message | None = None) -> WriteResult:
+        """Store ``row``, or say why not (``submit``, then its commit waited for)."""
+        done = self.submit(row, message=message)
         # The row may still be committed after the timeout; a retry with the same stream_id
         # then gets the stored verdict back (200), so nothing is counted twice.
-        timer = loop.call_later(timeout, _expire, done)
+        timer = asyncio.get_running_loop().call_later(timeout, expire, done)
         try:
             return await done
         finally:
@@ -274,16 +283,15 @@ class VerdictWriter:
             if message is not None:
                 key = (row["gateway"], message.message_id)
                 if key not in posts:
-                    posts[key] = (row["stream_id"], row["body_sha256"])
-                    new.append((*key, row["stream_id"], row["body_sha256"], message.timestamp))
+                    posts[key] = _post(row, message)
+                    new.append((*key, *posts[key], message.timestamp))
         kept_before = await self.store.keep_messages(new)
         self._kept_messages = True
         posts.update(kept_before)
         return {
             index
             for index, (row, message) in enumerate(zip(rows, messages, strict=True))
-            if message is not None
-            and posts[(row["gateway"], message.message_id)] != (row["stream_id"], row["body_sha256"])
+            if message is not None and posts[(row["gateway"], message.message_id)] != _post(row, message)
         }
 
     async def _maintain_when_due(self) -> None:
@@ -313,6 +321,11 @@ class VerdictWriter:
             self._next_upkeep = time.monotonic() + 60
 
 
+def _post(row: dict, message: Message) -> tuple[str, str]:
+    """What a signed post's id is kept for (Message.post)."""
+    return message.post or (row["stream_id"], row["body_sha256"])
+
+
 def _is_database_trouble(exc: Exception) -> bool:
     """What the database may raise at any time (answered 503 and logged without a traceback),
     from SQLAlchemy or from the driver, which the writer also uses without SQLAlchemy; any
@@ -330,7 +343,8 @@ def _report_a_crash(task: asyncio.Task) -> None:
         )
 
 
-def _expire(done: asyncio.Future) -> None:
+def expire(done: asyncio.Future) -> None:
+    """A verdict not committed in time: its outcome is unknown (it may still be committed)."""
     if not done.done():
         done.set_exception(WriterUnavailable("the database did not commit in time", unknown=True))
 

@@ -167,3 +167,22 @@ class RequestAttempts(BaseModel):
 
 class Problem(BaseModel):
     detail: str
+
+
+class BatchItem(BaseModel):
+    """What became of one stream of a batch: what its own post would have been answered."""
+
+    index: int = Field(description="The stream's place in the batch, from 0.")
+    stream_id: str | None = Field(description="Its stream_id; null when its head's parameters were wrong.")
+    status: int = Field(
+        description="201 stored, 200 stored before with the same bytes, 409 stored before with "
+        "other bytes, 422 a parameter is wrong, 503 not stored (or, as detail says, not known)."
+    )
+    verdict: VerdictOut | None = Field(None, description="With 201 and 200: the stored verdict.")
+    detail: str | list[ParameterError] | None = Field(None, description="Otherwise: why.")
+
+
+class BatchAnswer(BaseModel):
+    """A batch read whole: one item per stream, in the order they came."""
+
+    items: list[BatchItem]

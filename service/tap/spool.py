@@ -43,6 +43,17 @@ _BACKOFF_START, _BACKOFF_CAP = 0.5, 30.0
 # millisecond, in a thread.  Bodies smaller than this go as they are.
 COMPRESS_LEVEL = 6
 COMPRESS_MIN_BYTES = 1024
+# Captures that wait are posted this many to a batch at most (the service's MAX_BATCH_STREAMS
+# is 1000 by default): 64 makes a post carry what 64 did, and a batch of 20 kB streams stays
+# about 1.3 MB, a few hundred kB compressed.
+BATCH_STREAMS = 64
+_ALONE = -1.0  # what _post_batch says of a batch refused whole: post its captures one by one
+
+
+def batch_item(params: dict, body: bytes) -> bytes:
+    """One stream of a batch (POST /v1/streams/batch; service/batches.py): its head, a line of
+    JSON with its parameters and its length, then its bytes."""
+    return json.dumps({**params, "length": len(body)}, separators=(",", ":")).encode() + b"\n" + body
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +167,12 @@ class Poster:
     """Posts spooled captures to ``{ingest}/v1/streams`` with ``concurrency`` posters; each
     request's attempts go to the same poster, in the order they were spooled.
 
+    ``batch``: a poster takes up to that many captures that wait in its queue and posts them as
+    one batch (``/v1/streams/batch``); what each stream was answered says which files go.  A
+    service without batches (one older than them answers 404 or 405) gets every later capture
+    posted alone, and so does a batch it refuses whole (a 413 or a 400: each capture then gets
+    its own answer).
+
     ``compress``: bodies go gzip-compressed.  A service that does not decode them (one older
     than compressed posts answers 415) gets every later post as it is; a body that decodes too
     well for the service's ratio bound (413 naming MAX_DECODED_RATIO) is posted again as it is."""
@@ -170,9 +187,11 @@ class Poster:
         timeout_seconds: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
         compress: bool = True,
+        batch: int = BATCH_STREAMS,
     ) -> None:
         self.spool = spool
         self.compress = compress
+        self.batch = batch
         self.url = ingest_url.rstrip("/") + "/v1/streams"
         self.headers = {"authorization": f"Bearer {token}"} if token else {}
         self.timeout_seconds = timeout_seconds
@@ -219,23 +238,124 @@ class Poster:
 
     async def _work(self, queue: asyncio.Queue) -> None:
         while True:
-            spooled = await queue.get()
+            taken = [await queue.get()]
+            while len(taken) < self.batch and not queue.empty():  # what waits, in order
+                taken.append(queue.get_nowait())
             try:
-                await self._deliver(spooled)
+                await self._deliver(taken)
             finally:
-                self._outstanding -= 1
-                queue.task_done()
+                for _ in taken:
+                    self._outstanding -= 1
+                    queue.task_done()
 
-    async def _deliver(self, spooled: Spooled) -> None:
-        """Post one capture until the service acknowledges or refuses it for good."""
+    async def _deliver(self, taken: list[Spooled]) -> None:
+        """Post these captures, in a batch while there are several and the service takes
+        batches, else one by one, until the service acknowledges or refuses each for good."""
         delay = _BACKOFF_START
-        while True:
-            wait = await self._post(spooled.name)
+        waiting, alone = taken, False
+        while waiting:
+            if len(waiting) > 1 and self.batch > 1 and not alone:
+                waiting, wait = await self._post_batch(waiting)
+                if wait == _ALONE:
+                    alone, wait = True, None
+            else:
+                wait = await self._post(waiting[0].name)
+                if wait is None:
+                    waiting = waiting[1:]
             if wait is None:
-                return
+                continue
             self.retried += 1
             await asyncio.sleep(wait if wait > 0 else delay * random.uniform(0.5, 1.0))
             delay = min(delay * 2, _BACKOFF_CAP)
+
+    async def _post_batch(self, waiting: list[Spooled]) -> tuple[list[Spooled], float | None]:
+        """Post these captures as one batch.  Returns those still to post, and how long to wait
+        before that (None: at once; 0: the usual backoff; _ALONE: post them one by one)."""
+        read = await asyncio.to_thread(self._read_all, waiting)
+        if not read:
+            return [], None
+        body = b"".join(batch_item(params, data) for _spooled, params, data in read)
+        assert self._client is not None, "start() first"
+        try:
+            response = await self._send(self.url + "/batch", None, body)
+        except httpx.HTTPError as exc:
+            log.warning("verdict service unreachable (%s); %d streams stay spooled", type(exc).__name__, len(read))
+            return [spooled for spooled, _params, _data in read], 0
+        status = response.status_code
+        if status in (404, 405):
+            log.info("the verdict service does not take batches: posting each stream alone")
+            self.batch = 1
+            return waiting, None
+        if status in (400, 413):  # refused whole: each capture gets its own answer alone
+            log.warning(
+                "the verdict service refused a batch (%d: %s): posting its streams alone", status, _detail(response)
+            )
+            return waiting, _ALONE
+        if status != 207:
+            if status in _MISCONFIGURED:
+                log.error(
+                    "the verdict service refuses the tap's posts (%d: %s): check TAP_INGEST "
+                    "and the token; streams stay spooled until it is fixed",
+                    status,
+                    _detail(response),
+                )
+                return waiting, _BACKOFF_CAP
+            log.warning(
+                "the verdict service answered a batch %d (%s); its streams stay spooled", status, _detail(response)
+            )
+            return waiting, _retry_after(response)
+        try:
+            items = response.json()["items"]
+            answers = {item["index"]: (item["status"], item.get("detail")) for item in items}
+        except (ValueError, KeyError, TypeError):
+            log.warning("the verdict service answered a batch 207 without its items; its streams stay spooled")
+            return waiting, 0
+        again = []
+        for index, (spooled, params, _data) in enumerate(read):
+            item_status, detail = answers.get(index, (None, None))
+            if item_status is not None and item_status < 300:
+                await asyncio.to_thread(self.spool.delete, spooled.name)
+                self.posted += 1
+            elif item_status in _REJECTED:
+                await asyncio.to_thread(self.spool.reject, spooled.name)
+                self.refused += 1
+                log.error(
+                    "the verdict service refused stream %s for good (%d: %s); kept in %s",
+                    params["stream_id"],
+                    item_status,
+                    json.dumps(detail)[:300] if not isinstance(detail, str) else detail[:300],
+                    self.spool.rejected_dir,
+                )
+            else:
+                again.append(spooled)
+        if again:
+            log.warning("the verdict service did not store %d streams of a batch; they stay spooled", len(again))
+        return again, 0 if again else None
+
+    def _read_all(self, waiting: list[Spooled]) -> list[tuple[Spooled, dict, bytes]]:
+        read = []
+        for spooled in waiting:
+            try:
+                params, data = self.spool.read(spooled.name)
+            except FileNotFoundError:
+                continue
+            read.append((spooled, params, data))
+        return read
+
+    async def _send(self, url: str, params: dict | None, body: bytes) -> httpx.Response:
+        """POST ``body``, compressed when it is worth it and the service takes it; as it is
+        again when the service does not decode it (415) or finds it too compressible."""
+        assert self._client is not None, "start() first"
+        if self.compress and len(body) >= COMPRESS_MIN_BYTES:
+            packed = await asyncio.to_thread(gzip.compress, body, COMPRESS_LEVEL, mtime=0)
+            headers = {**self.headers, "content-encoding": "gzip"}
+            response = await self._client.post(url, params=params, content=packed, headers=headers)
+            if response.status_code == 415:
+                log.info("the verdict service does not decode compressed posts: posting them as they are")
+                self.compress = False
+            elif not (response.status_code == 413 and "MAX_DECODED_RATIO" in _detail(response)):
+                return response
+        return await self._client.post(url, params=params, content=body, headers=self.headers)
 
     async def _post(self, name: str) -> float | None:
         """None when done with this file; else how long to wait before trying again
@@ -244,22 +364,8 @@ class Poster:
             params, body = await asyncio.to_thread(self.spool.read, name)
         except FileNotFoundError:
             return None
-        assert self._client is not None, "start() first"
-        compressed = self.compress and len(body) >= COMPRESS_MIN_BYTES
         try:
-            if compressed:
-                packed = await asyncio.to_thread(gzip.compress, body, COMPRESS_LEVEL, mtime=0)
-                headers = {**self.headers, "content-encoding": "gzip"}
-                response = await self._client.post(self.url, params=params, content=packed, headers=headers)
-                if response.status_code == 415 or (
-                    response.status_code == 413 and "MAX_DECODED_RATIO" in _detail(response)
-                ):
-                    if response.status_code == 415:
-                        log.info("the verdict service does not decode compressed posts: posting them as they are")
-                        self.compress = False
-                    compressed = False
-            if not compressed:
-                response = await self._client.post(self.url, params=params, content=body, headers=self.headers)
+            response = await self._send(self.url, params, body)
         except httpx.HTTPError as exc:
             log.warning("verdict service unreachable (%s); %s stays spooled", type(exc).__name__, params["stream_id"])
             return 0

@@ -42,6 +42,8 @@ def _app():
 
 
 schema = schemathesis.openapi.from_asgi("/openapi.json", _app())
+# A batch's body is bytes, generated as any other binary body is
+schemathesis.serializer.alias("application/x-fastsse-batch", "application/octet-stream")
 
 
 @schema.parametrize()
@@ -54,7 +56,7 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", _app())
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 def test_every_operation_answers_as_its_schema_says(case):
-    headers = INGEST if case.path == "/v1/streams" else READ
+    headers = INGEST if case.path.startswith("/v1/streams") else READ
     case.call_and_validate(headers=dict(headers), excluded_checks=[positive_data_acceptance])
 
 

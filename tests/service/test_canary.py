@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import subprocess
 
 import httpx
 
+from fastsse_service.tap.spool import batch_item
 from loadtests.wire import short_stream
 from tests.fastsse.events import a_error, a_start, a_text, anthropic, chat_tool_stream
 
@@ -81,6 +83,22 @@ def test_canary_never_leaves_the_request_body(service_process, database_url):
             first_answers.append(response.json())
             again = http.post("/v1/streams", content=body, headers=INGEST, params={"stream_id": f"canary-{i}"})
             answers.append(again.text)
+        # in a batch, and in batches that cut their streams wrong, so that payload is read as heads
+        items = [
+            ({"stream_id": f"canary-batch-{i}", **params}, body) for i, (params, body) in enumerate(canary_streams())
+        ]
+        batch = b"".join(batch_item(params, body) for params, body in items)
+        batched = http.post("/v1/streams/batch", content=batch, headers=INGEST)
+        assert [item["status"] for item in batched.json()["items"]] == [201] * len(items), batched.text
+        answers.append(batched.text)
+        for misframed in (
+            batch.replace(b'"length":', b'"length":1', 1),  # longer than it is
+            re.sub(rb'"length":\d+', b'"length":12', batch, count=1),  # shorter: payload read as heads
+            b'{"stream_id": "x", "length": 0}\n{"' + CANARY.encode() + b'": 1\n',
+        ):
+            refused = http.post("/v1/streams/batch", content=misframed, headers=INGEST)
+            assert refused.status_code in (207, 400, 413), refused.text
+            answers.append(refused.text)
         conflict = http.post(
             "/v1/streams", content=b"data: other\n\n", headers=INGEST, params={"stream_id": "canary-0"}
         )

@@ -1,9 +1,11 @@
-"""POST /v1/streams: a gateway posts the raw bytes of one stream and gets its verdict back.
+"""POST /v1/streams: a gateway posts the raw bytes of one stream and gets its verdict back;
+POST /v1/streams/batch: many streams in one body, each answered on its own.
 
-The work is in ``service/ingest.py``, which says what became of the post; ``answer_post``
-authenticates, reads the parameters, admits the post, and turns ingest's outcome into an answer
-(``ANSWERS``).  One of two paths sends it: ``serve_post``, plain ASGI, which every post takes,
-and the FastAPI route, which documents the operation (see ``serve_post``).
+The work is in ``service/ingest.py`` and ``service/batches.py``, which say what became of the
+post; ``answer_post`` authenticates, reads the parameters, admits the post, and turns the
+outcome into an answer (``ANSWERS``).  One of two paths sends it: ``serve_post``, plain ASGI,
+which every post takes, and the FastAPI routes, which document the operations (see
+``serve_post``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect
 
 from ... import metrics
+from ...batches import MAX_HEAD_BYTES, BatchOutcome, ingest_batch
 from ...content_encoding import ENCODINGS, UnknownEncoding, content_decoder
 from ...ingest import (
     InvalidParameters,
@@ -30,9 +33,10 @@ from ...ingest import (
 )
 from ...uploads import UploadBrokeOff
 from ..deps import ingest_caller, request_target
-from ..schemas import Problem, ValidationProblem, VerdictOut, verdict_json
+from ..schemas import BatchAnswer, Problem, ValidationProblem, VerdictOut, verdict_json
 
 router = APIRouter(prefix="/v1/streams", tags=["ingest"])
+BATCH_PATH = router.prefix + "/batch"
 
 RETRY_AFTER_SECONDS = "5"
 OVERLOAD_RETRY_AFTER_SECONDS = "1"
@@ -59,6 +63,8 @@ class Answer:
     status: int
     body: bytes = b""
     headers: Mapping[str, str] | None = None
+    # A batch's 207: the status of each of its streams (what the ingest metrics count)
+    statuses: tuple[int, ...] | None = None
 
 
 def json_body(value) -> bytes:
@@ -67,6 +73,23 @@ def json_body(value) -> bytes:
 
 def problem(status: int, detail: str, headers: Mapping[str, str] | None = None) -> Answer:
     return Answer(status, json_body({"detail": detail}), headers)
+
+
+def batch_answer(batch: BatchOutcome) -> Answer:
+    """207, and for each stream what its own post would have been answered: its verdict, or
+    why not."""
+    items, statuses = [], []
+    for index, (params, outcome) in enumerate(batch.outcomes):
+        head: dict[str, object] = {"index": index, "stream_id": None if params is None else params.stream_id}
+        if isinstance(outcome, Refused):
+            head["status"] = status = ANSWERS[outcome.refusal][0]
+            head["detail"] = outcome.detail if outcome.errors is None else outcome.errors
+            items.append(json_body(head))
+        else:
+            head["status"] = status = 201 if outcome.created else 200
+            items.append(json_body(head)[:-1] + b',"verdict":' + verdict_json(outcome.row) + b"}")
+        statuses.append(status)
+    return Answer(207, b'{"items":[' + b",".join(items) + b"]}", statuses=tuple(statuses))
 
 
 def answer_for(outcome: Outcome) -> Answer:
@@ -174,6 +197,68 @@ async def post_stream(request: Request) -> Response:
     )
 
 
+BATCH_BODY = {
+    "required": True,
+    "description": "The streams one after another, each a head and its bytes: the head is one line "
+    "of JSON (at most "
+    f"{MAX_HEAD_BYTES // 1024} KiB, ending with a line break) holding this operation's parameters "
+    "of POST /v1/streams (stream_id required; numbers as numbers or strings) and length, the "
+    "number of bytes of the stream that follow it; blank lines between streams are skipped. The "
+    "body may be compressed as a whole, as its Content-Encoding says. MAX_BODY_BYTES bounds the "
+    "whole batch (decoded), MAX_BATCH_STREAMS the number of its streams.",
+    "content": {
+        media: {"schema": {"type": "string", "format": "binary"}}
+        for media in ("application/x-fastsse-batch", "application/octet-stream")
+    },
+}
+
+
+@router.post(
+    "/batch",
+    status_code=207,
+    response_model=BatchAnswer,
+    summary="Judge many captured streams and store their verdicts together",
+    openapi_extra={"parameters": [CONTENT_ENCODING], "requestBody": BATCH_BODY},
+    responses={
+        400: {
+            "model": Problem,
+            "description": "The body is not a batch (a head that is not one, a stream cut short, "
+            "no stream at all), or not what its Content-Encoding says: nothing stored.",
+        },
+        401: {"model": Problem, "description": "Missing or wrong credentials: nothing stored."},
+        408: {"model": Problem, "description": "The upload was too slow: nothing stored."},
+        409: {
+            "model": Problem,
+            "description": "A signed batch whose webhook-id is in progress in another post: nothing stored.",
+        },
+        413: {
+            "model": Problem,
+            "description": "The batch passed MAX_BODY_BYTES (decoded) or MAX_BATCH_STREAMS, or "
+            "decodes to more than MAX_DECODED_RATIO times its size: nothing stored.",
+        },
+        415: {"model": Problem, "description": "An unknown Content-Encoding: nothing stored."},
+        429: {"model": Problem, "description": "Too many credentials from this client address matched nothing."},
+        503: {"model": Problem, "description": "Overloaded: nothing stored, retry after Retry-After seconds."},
+    },
+)
+async def post_batch(request: Request) -> Response:
+    answer = await answer_post(
+        request.app.state,
+        request.headers,
+        request_target(request.scope),
+        request.client.host if request.client else None,
+        (),
+        _request_body(request),
+        batch=True,
+    )
+    return Response(
+        answer.body,
+        status_code=answer.status,
+        headers=answer.headers,
+        media_type="application/json" if answer.body else None,
+    )
+
+
 async def answer_post(
     state,
     headers: Mapping[str, str],
@@ -181,16 +266,19 @@ async def answer_post(
     client: str | None,
     query: Iterable[tuple[str, str]] | bytes,
     chunks: AsyncIterable[bytes],
+    *,
+    batch: bool = False,
 ) -> Answer:
-    """What a post is answered, on either path.  Every answer is counted, and so is an
-    exception that escapes (as a 500)."""
-    status = 500  # unless an answer is made: what an exception that escapes turns into
+    """What a post (``batch``: a batch) is answered, on either path.  Every answer is counted,
+    a batch's as the answers of its streams, and so is an exception that escapes (as a 500)."""
+    statuses: tuple[int, ...] = (500,)  # unless an answer is made: what an exception turns into
     try:
-        answer = await _answer(state, headers, target, client, query, chunks)
-        status = answer.status
+        answer = await _answer(state, headers, target, client, query, chunks, batch)
+        statuses = answer.statuses or (answer.status,)
         return answer
     finally:
-        metrics.count_ingest_answer(status)
+        for status in statuses:
+            metrics.count_ingest_answer(status)
 
 
 async def _answer(
@@ -200,6 +288,7 @@ async def _answer(
     client: str | None,
     query: Iterable[tuple[str, str]] | bytes,
     chunks: AsyncIterable[bytes],
+    batch: bool,
 ) -> Answer:
     """Authenticate, read the parameters, admit the post, ingest it."""
     try:
@@ -211,10 +300,12 @@ async def _answer(
         decoder = content_decoder(_all_values(headers, "content-encoding"), max_ratio=state.settings.max_decoded_ratio)
     except UnknownEncoding as exc:
         return problem(415, str(exc))
-    try:
-        params = parse_query(query)
-    except InvalidParameters as exc:
-        return Answer(422, json_body({"detail": exc.errors}))
+    params = None
+    if not batch:  # (a batch's streams carry their own)
+        try:
+            params = parse_query(query)
+        except InvalidParameters as exc:
+            return Answer(422, json_body({"detail": exc.errors}))
     # Every post is known to be a gateway's before its body is read (a signature covers the
     # head): a client without a secret never takes a slot.
     limit = state.settings.max_inflight_posts
@@ -239,6 +330,16 @@ async def _answer(
     state.inflight_posts += 1
     metrics.INGEST_IN_PROGRESS.inc()
     try:
+        if params is None:
+            read = await ingest_batch(
+                chunks,
+                gateway,
+                settings=state.settings,
+                writer=state.writer,
+                declared_length=headers.get("content-length"),
+                decoder=decoder,
+            )
+            return answer_for(read) if isinstance(read, Refused) else batch_answer(read)
         outcome = await ingest(
             chunks,
             params,
@@ -266,7 +367,7 @@ def _all_values(headers: Mapping[str, str], name: str) -> str | None:
     return ", ".join(values) if values else None
 
 
-async def serve_post(state, scope, receive, send) -> None:
+async def serve_post(state, scope, receive, send, *, batch: bool = False) -> None:
     """POST /v1/streams as a plain ASGI application: what ``post_stream`` answers, without
     FastAPI's routing, middleware, request and response objects around it (those cost a worker
     about a fifth of a post's time).  The app (``app.Service``) sends every post here; the
@@ -281,6 +382,7 @@ async def serve_post(state, scope, receive, send) -> None:
             scope["client"][0] if scope.get("client") else None,
             scope["query_string"],
             _body(receive),
+            batch=batch,
         )
     except Exception:
         await PlainTextResponse("Internal Server Error", 500)(scope, receive, send)
