@@ -15,7 +15,7 @@ same number of workers, and what a post cost in CPU: in the server's processes, 
 server, the database and the load generator share its cores); then MB/s and streams/s by
 stream size (2 KB, 20 KB, 200 KB) and for a mix of the four protocols; then the same 20 KB
 streams posted as they are and zstd- and gzip-compressed, side by side (the bytes on the wire and
-the server's CPU a stream); then 2 kB streams posted alone and in batches of 16 and 64 (streams
+the server's CPU a stream); then 2 kB and 20 kB streams posted alone and in batches (streams
 stored a second, side by side); then where the service's CPU goes (a py-spy sampling profile of one
 worker under the same load, grouped by what the code does).
 
@@ -99,12 +99,28 @@ class Server:
 
 
 def wrk(
-    url: str, bodies: list[Path], *, seconds: float, connections: int, threads: int, tag: str, batch: int = 0
+    url: str,
+    bodies: list[Path],
+    *,
+    seconds: float,
+    connections: int,
+    threads: int,
+    tag: str,
+    batch: int = 0,
+    prepared: bool = False,
 ) -> dict:
     """The benchmark's load: loadtests/wrk.py's posts, without counting statuses (wrk's cost
     per post is part of what the rows report)."""
     return post_streams(
-        url, TOKEN, bodies, tag=tag, seconds=seconds, connections=connections, threads=threads, batch=batch
+        url,
+        TOKEN,
+        bodies,
+        tag=tag,
+        seconds=seconds,
+        connections=connections,
+        threads=threads,
+        batch=batch,
+        prepared_batches=prepared,
     )
 
 
@@ -177,30 +193,41 @@ def committed_rows(server: Server) -> int:
     return int(sum(float(v) for v in re.findall(r"^fastsse_streams_total\{[^}]*\} (\S+)$", text, re.M)))
 
 
-def run_load(server: Server, bodies: list[Path], args, tag: str, *, batch: int = 0) -> dict:
+def run_load(
+    server: Server,
+    bodies: list[Path],
+    args,
+    tag: str,
+    *,
+    batch: int = 0,
+    prepared: tuple[list[Path], list[Path]] | None = None,
+) -> dict:
     """wrk's figures, and the CPU each post cost: the server's processes, PostgreSQL's, wrk
     itself, and the whole machine (they all share its cores).  ``batch``: posts are batches of
-    that many streams."""
+    that many streams; ``prepared``: posts are these batch files, made beforehand (for the
+    warm-up, and for the run: each stream is posted once), of ``batch`` streams each."""
     warmup = wrk(
         server.url,
-        bodies,
+        bodies if prepared is None else prepared[0],
         seconds=args.warmup,
         connections=args.connections,
         threads=args.threads,
         tag=tag + "w",
         batch=batch,
+        prepared=prepared is not None,
     )
     served = [server.process.pid, *server.worker_pids()]
     served_before, postgres_before = cpu_seconds(served), postgres_cpu()
     wrk_before, machine_before = waited_children_cpu(), machine_cpu()
     result = wrk(
         server.url,
-        bodies,
+        bodies if prepared is None else prepared[1],
         seconds=args.seconds,
         connections=args.connections,
         threads=args.threads,
         tag=tag,
         batch=batch,
+        prepared=prepared is not None,
     )
     postgres_after = postgres_cpu()
     (busy_after, idle_after), (busy_before, idle_before) = machine_cpu(), machine_before
@@ -504,6 +531,11 @@ def compressed_posts(bodies: dict, scratch: Scratch, args, root: Path) -> None:
                 server.stop()
             found[name].append(result)
     plain_us = statistics.median(r["cpu_us"]["service"] for r in found["as they are"])
+    _print_compressed(variants, found, raw, plain_us)
+    compressed_batches(plain, scratch, args, root)
+
+
+def _print_compressed(variants: dict, found: dict, raw: int, plain_us: float) -> None:
     for name, paths in variants.items():
         size = sum(p.stat().st_size for p in paths)
         us = statistics.median(r["cpu_us"]["service"] for r in found[name])
@@ -516,54 +548,135 @@ def compressed_posts(bodies: dict, scratch: Scratch, args, root: Path) -> None:
         )
 
 
-BATCH_SIZES = (16, 64)
+# (stream size, batch sizes posted side by side with the same streams posted alone)
+BATCH_LOADS = ((2_000, (16, 64)), (20_000, (64,)))
 
 
 def batched_posts(bodies: dict, scratch: Scratch, args, root: Path) -> None:
-    """2 kB streams of every protocol in turn (short answers, tool calls), each posted alone
-    and posted in batches (POST /v1/streams/batch), to the service on PostgreSQL with 1 worker
-    and durable commits: streams stored a second, and the server's CPU a stream, side by side
-    (``--rounds`` times in turn).  Every stream has a stream_id of its own; the rows committed
-    are counted afterwards, since wrk sees a batch's 207, not each stream's own status."""
-    paths = [bodies[protocol, 2_000] for protocol in PROTOCOLS]
+    """The streams of every protocol in turn, 2 kB (short answers, tool calls) and 20 kB, each
+    posted alone and posted in batches (POST /v1/streams/batch), to the service on PostgreSQL
+    with 1 worker and durable commits: streams stored a second, and the server's CPU a stream,
+    side by side (``--rounds`` times in turn).  Every stream has a stream_id of its own; the
+    rows committed are counted afterwards, since wrk sees a batch's 207, not each stream's own
+    status."""
     print(
-        f"\n  batches: the {len(paths)} protocols' 2 kB streams in turn, PostgreSQL, 1 worker, durable commits"
+        f"\n  batches: the {len(PROTOCOLS)} protocols' streams in turn, PostgreSQL, 1 worker, durable commits"
         f" ({args.rounds} round(s) in turn; CPU a stream: the server's processes)"
     )
     print(
-        f"  {'posted':<20} {'streams/s':>9} {'vs alone':>8} {'server µs':>9} {'p50 ms':>7} {'p99 ms':>7}"
+        f"  {'posted':<28} {'streams/s':>9} {'vs alone':>8} {'server µs':>9} {'p50 ms':>7} {'p99 ms':>7}"
         "  stored (each round)"
     )
-    found: dict[int, list[dict]] = {size: [] for size in (0, *BATCH_SIZES)}
+    for stream_size, batch_sizes in BATCH_LOADS:
+        paths = [bodies[protocol, stream_size] for protocol in PROTOCOLS]
+        found: dict[int, list[dict]] = {size: [] for size in (0, *batch_sizes)}
+        for _ in range(args.rounds):
+            for size in found:
+                server = start_service(scratch.postgres(), 1, root / "batches.log")
+                try:
+                    result = run_load(server, paths, args, "b", batch=size)
+                    result["stored"] = committed_rows(server)
+                finally:
+                    server.stop()
+                per = max(size, 1)
+                result["streams_per_s"] = result["rps"] * per
+                result["stream_us"] = result["cpu_us"]["service"] / per
+                found[size].append(result)
+        alone = statistics.median(r["streams_per_s"] for r in found[0])
+        for size, results in found.items():
+            rate = statistics.median(r["streams_per_s"] for r in results)
+            us = statistics.median(r["stream_us"] for r in results)
+            p50 = statistics.median(r["p50_ms"] for r in results)
+            p99 = statistics.median(r["p99_ms"] for r in results)
+            errors = sum(r["non_2xx"] + r["socket_errors"] for r in results)
+            name = f"{stream_size // 1000} kB, " + ("alone" if not size else f"in batches of {size}")
+            # every stream answered was stored, or the difference shows (wrk sees only the 207s;
+            # the posts in flight when wrk stops are stored but not counted by it)
+            stored = "/".join(
+                "all" if r["stored"] >= r["posted"] else f"{r['stored']:,} of {r['posted']:,}" for r in results
+            )
+            print(
+                f"  {name:<28} {rate:9.0f} {rate / alone:7.2f}x {us:9.1f} {p50:7.1f} {p99:7.1f}  {stored}"
+                + (f"   {errors} errors" if errors else ""),
+                flush=True,
+            )
+
+
+COMPRESSED_BATCH = 64
+# Batches made beforehand for the compressed batches' runs (wrk cannot compress): enough that
+# each stream is posted once in a run, at what 1 worker stores here (about 200 batches of 64
+# 20 kB streams a second), plus a margin; a run that posts more shows it in the stored column.
+# The runs are shorter than the others' (RUN_SECONDS), which keeps the batches to make few.
+PREPARED_BATCHES_PER_SECOND = 300
+RUN_SECONDS = (1.0, 4.0)  # warm-up, run
+
+
+def compressed_batches(plain: list[Path], scratch: Scratch, args, root: Path) -> None:
+    """The same 20 kB streams in batches of 64, posted as they are, zstd- and gzip-compressed
+    (the whole batch, as the tap's poster sends it): a batch's one decoder serves 64 streams.
+    The batches as they are wrk makes as it goes (a stream_id each), the compressed ones are
+    made beforehand."""
+    try:
+        from compression import zstd
+    except ImportError:
+        from backports import zstd
+    from fastsse_service.tap.spool import batch_item
+
+    streams = [path.read_bytes() for path in plain]
+    size = COMPRESSED_BATCH
+    compressors = {
+        "zstd (level 3)": (".batch.zst", lambda data: zstd.compress(data, 3)),
+        "gzip (level 6)": (".batch.gz", lambda data: gzip.compress(data, 6, mtime=0)),
+    }
+    run_args = argparse.Namespace(**{**vars(args), "warmup": RUN_SECONDS[0], "seconds": RUN_SECONDS[1]})
+    counts = {
+        phase: int(seconds * PREPARED_BATCHES_PER_SECOND) for phase, seconds in zip("wm", RUN_SECONDS, strict=True)
+    }
+    directory = root / "batches"
+    directory.mkdir(exist_ok=True)
+    variants: dict[str, tuple[list[Path], list[Path]] | None] = {"as they are": None}
+    variants.update((name, ([], [])) for name in compressors)
+    wire = dict.fromkeys(variants, 0)
+    for phase, count in counts.items():
+        for n in range(count):
+            body = b"".join(
+                batch_item({"stream_id": f"{phase}{n}-{i}", "tool": "codex"}, streams[(n * size + i) % len(streams)])
+                for i in range(size)
+            )
+            wire["as they are"] += len(body) if phase == "m" else 0
+            for name, (suffix, compress) in compressors.items():
+                packed = compress(body)
+                prepared = variants[name]
+                assert prepared is not None
+                prepared[phase == "m"].append(_write(directory / f"{phase}{n}{suffix}", packed))
+                wire[name] += len(packed) if phase == "m" else 0
+    raw = wire["as they are"]
+    print(
+        f"  in batches of {size}, the whole batch compressed ({RUN_SECONDS[1]:g} s runs after "
+        f"{RUN_SECONDS[0]:g} s of warm-up):"
+    )
+    found: dict[str, list[dict]] = {name: [] for name in variants}
     for _ in range(args.rounds):
-        for size in found:
-            server = start_service(scratch.postgres(), 1, root / "batches.log")
+        for name, prepared in variants.items():
+            server = start_service(scratch.postgres(), 1, root / "compressed.log")
             try:
-                result = run_load(server, paths, args, "b", batch=size)
+                result = run_load(server, plain, run_args, "zb", batch=size, prepared=prepared)
                 result["stored"] = committed_rows(server)
             finally:
                 server.stop()
-            per = max(size, 1)
-            result["streams"] = result["requests"] * per
-            result["streams_per_s"] = result["rps"] * per
-            result["stream_us"] = result["cpu_us"]["service"] / per
-            found[size].append(result)
-    alone = statistics.median(r["streams_per_s"] for r in found[0])
-    for size, results in found.items():
-        rate = statistics.median(r["streams_per_s"] for r in results)
-        us = statistics.median(r["stream_us"] for r in results)
-        p50 = statistics.median(r["p50_ms"] for r in results)
-        p99 = statistics.median(r["p99_ms"] for r in results)
+            found[name].append(result)
+    plain_us = statistics.median(r["cpu_us"]["service"] for r in found["as they are"]) / size
+    for name, results in found.items():
+        us = statistics.median(r["cpu_us"]["service"] for r in results) / size
+        rate = statistics.median(r["rps"] for r in results) * size
         errors = sum(r["non_2xx"] + r["socket_errors"] for r in results)
-        name = "alone" if not size else f"in batches of {size}"
-        # every stream answered was stored, or the difference shows (wrk sees only the 207s;
-        # the posts in flight when wrk stops are stored but not counted by it)
         stored = "/".join(
             "all" if r["stored"] >= r["posted"] else f"{r['stored']:,} of {r['posted']:,}" for r in results
         )
+        per_stream = wire[name] / (counts["m"] * size)
         print(
-            f"  {name:<20} {rate:9.0f} {rate / alone:7.2f}x {us:9.1f} {p50:7.1f} {p99:7.1f}  {stored}"
-            + (f"   {errors} errors" if errors else ""),
+            f"  {name:<20} {per_stream:12,.0f} {raw / wire[name]:5.1f}x {rate:9.0f} {us:9.1f} "
+            f"{us / plain_us * 100 - 100:+7.1f}%   stored: {stored}" + (f"   {errors} errors" if errors else ""),
             flush=True,
         )
 

@@ -2,7 +2,9 @@
 -- post with a new stream_id.  Run through loadtests/wrk.py, which passes, after `--`:
 --   tag  pace_ms  count_statuses(0|1)  batch  token  body_file...
 -- A batch of N > 0 posts the streams N at a time to POST /v1/streams/batch instead, each with a
--- stream_id of its own (a head line and its bytes, as service/batches.py reads them).
+-- stream_id of its own (a head line and its bytes, as service/batches.py reads them).  A batch
+-- of "files:T" (T: wrk's threads) says the body files are whole batches, made beforehand (a
+-- compressed one cannot be made here): each is posted once, thread i taking files i, i + T, ...
 -- With a pace, each connection waits that long before each request.  Counting the answers by
 -- status (and the 503s without Retry-After) costs wrk a Lua call per answer, so it is asked
 -- for only where the answers matter (the overload run), not where wrk's own cost does (the
@@ -20,7 +22,9 @@ function init(args)
   prefix = args[1] .. "-" .. tid .. "-"
   pace = tonumber(args[2])
   if args[3] ~= "1" then response = nil end  -- wrk then parses no answer for us
-  batch = tonumber(args[4])
+  prepared = args[4]:sub(1, 6) == "files:"
+  stride = prepared and tonumber(args[4]:sub(7)) or 1
+  batch = prepared and 0 or tonumber(args[4])
   forged = args[5] == "forged-signature"
   if forged then
     headers = {
@@ -63,7 +67,15 @@ function batch_request()
   return wrk.format("POST", "/v1/streams/batch", headers, table.concat(parts))
 end
 
+function prepared_request()
+  local index = (counter * stride + tid - 1) % #bodies + 1
+  counter = counter + 1
+  headers["Content-Encoding"] = encodings[index]
+  return wrk.format("POST", "/v1/streams/batch", headers, bodies[index])
+end
+
 function request()
+  if prepared then return prepared_request() end
   if batch > 0 then return batch_request() end
   counter = counter + 1
   local index = (counter % #bodies) + 1

@@ -24,6 +24,7 @@ def post_streams(
     count_statuses: bool = False,
     timeout_s: int = 10,
     batch: int = 0,
+    prepared_batches: bool = False,
 ) -> dict:
     """Post the stream files in turn for ``seconds``, each post with a stream_id of its own
     (``tag`` keeps runs against one database apart).  Returns what wrk measured: requests,
@@ -31,7 +32,9 @@ def post_streams(
     ``count_statuses`` also the answers by status, the 503s without Retry-After
     (``no_retry_after``) and the posts acknowledged (201 or 200).  ``batch``: post the streams
     that many at a time to POST /v1/streams/batch (a request is then a batch; wrk cannot see
-    each stream's own status in its 207, so count what was stored instead)."""
+    each stream's own status in its 207, so count what was stored instead).
+    ``prepared_batches``: the files are whole batches (made beforehand, compressed as their
+    names end: .zst, .gz), each posted once."""
     command = [
         "wrk",
         f"-t{threads}",
@@ -46,7 +49,7 @@ def post_streams(
         tag,
         str(pace_ms),
         "1" if count_statuses else "0",
-        str(batch),
+        f"files:{threads}" if prepared_batches else str(batch),
         token,
         *map(str, bodies),
     ]

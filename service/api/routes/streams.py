@@ -218,6 +218,8 @@ BATCH_BODY = {
     status_code=207,
     response_model=BatchAnswer,
     summary="Judge many captured streams and store their verdicts together",
+    response_description="The batch was read whole: one item per stream, in order, with what its "
+    "own post would have been answered; the streams answered 201 or 200 are stored, the others not.",
     openapi_extra={"parameters": [CONTENT_ENCODING], "requestBody": BATCH_BODY},
     responses={
         400: {
