@@ -280,3 +280,60 @@ def test_memory_is_bounded_by_one_stream_not_by_the_batch(make_settings):
     assert len(outcome.outcomes) == 200
     assert all(o.refusal is Refusal.UNAVAILABLE for _p, o in outcome.outcomes)
     assert peak < 4 << 20, f"reading 20 MB of batch held {peak / 2**20:.1f} MiB"
+
+
+def _bomb(prefix: bytes, filler: bytes, decoded: int) -> bytes:
+    compressor = zstd.ZstdCompressor()
+    block = filler * ((16 << 20) // len(filler))
+    return (
+        compressor.compress(prefix)
+        + b"".join(compressor.compress(block) for _ in range(decoded // len(block)))
+        + compressor.flush()
+    )
+
+
+@pytest.mark.parametrize(
+    "prefix, filler",
+    [
+        (b'{"stream_id": "bomb", "length": 60000000}\n', b"\0"),  # a stream of zeros
+        (b"", b"\n"),  # blank lines without end
+        (FIRST, b" "),
+    ],
+)
+def test_a_compressed_batch_bomb_is_413_and_memory_stays_flat(make_settings, prefix, filler):
+    """2 GiB in a couple of MB: refused by the ratio bound (as a single post is) without the
+    worker's memory moving by more than a few MiB, and before the end of the body."""
+    from fastsse_service.content_encoding import content_decoder
+
+    bomb = _bomb(prefix, filler, 2 << 30)
+    assert len(bomb) < 3 << 20
+    settings: Settings = make_settings()
+
+    async def run():
+        read = 0
+
+        async def chunks():
+            nonlocal read
+            for start in range(0, len(bomb), 4096):  # (a chunk of 64 KiB may decode to 64 MB)
+                read += 4096
+                yield bomb[start : start + 4096]
+
+        tracemalloc.start()
+        try:
+            baseline = tracemalloc.get_traced_memory()[0]
+            outcome = await ingest_batch(
+                chunks(),
+                Gateway("gw1"),
+                settings=settings,
+                writer=None,  # never reached
+                decoder=content_decoder("zstd", max_ratio=settings.max_decoded_ratio),
+            )
+            return outcome, tracemalloc.get_traced_memory()[1] - baseline, read
+        finally:
+            tracemalloc.stop()
+
+    outcome, peak, read = asyncio.run(run())
+    assert isinstance(outcome, Refused) and outcome.refusal is Refusal.TOO_LARGE, outcome
+    assert "MAX_DECODED_RATIO" in outcome.detail and outcome.detail.endswith("nothing stored")
+    assert peak < 4 << 20, f"decoding held {peak / 2**20:.1f} MiB"
+    assert read < len(bomb)
