@@ -47,6 +47,7 @@ COMPRESS_MIN_BYTES = 1024
 # is 1000 by default): 64 makes a post carry what 64 did, and a batch of 20 kB streams stays
 # about 1.3 MB, a few hundred kB compressed.
 BATCH_STREAMS = 64
+BATCH_MAX_BYTES = 4 << 20  # and at most this much of them (one larger capture goes alone)
 _ALONE = -1.0  # what _post_batch says of a batch refused whole: post its captures one by one
 
 
@@ -271,16 +272,15 @@ class Poster:
     async def _post_batch(self, waiting: list[Spooled]) -> tuple[list[Spooled], float | None]:
         """Post these captures as one batch.  Returns those still to post, and how long to wait
         before that (None: at once; 0: the usual backoff; _ALONE: post them one by one)."""
-        read = await asyncio.to_thread(self._read_all, waiting)
+        read, rest = await asyncio.to_thread(self._read_some, waiting)
         if not read:
-            return [], None
+            return rest, None
         body = b"".join(batch_item(params, data) for _spooled, params, data in read)
-        assert self._client is not None, "start() first"
         try:
             response = await self._send(self.url + "/batch", None, body)
         except httpx.HTTPError as exc:
             log.warning("verdict service unreachable (%s); %d streams stay spooled", type(exc).__name__, len(read))
-            return [spooled for spooled, _params, _data in read], 0
+            return waiting, 0
         status = response.status_code
         if status in (404, 405):
             log.info("the verdict service does not take batches: posting each stream alone")
@@ -330,17 +330,23 @@ class Poster:
                 again.append(spooled)
         if again:
             log.warning("the verdict service did not store %d streams of a batch; they stay spooled", len(again))
-        return again, 0 if again else None
+        return again + rest, 0 if again else None
 
-    def _read_all(self, waiting: list[Spooled]) -> list[tuple[Spooled, dict, bytes]]:
-        read = []
-        for spooled in waiting:
+    def _read_some(self, waiting: list[Spooled]) -> tuple[list[tuple[Spooled, dict, bytes]], list[Spooled]]:
+        """The captures of the next batch, read, as many as BATCH_MAX_BYTES holds (one at
+        least); and those left for after it."""
+        read: list[tuple[Spooled, dict, bytes]] = []
+        size = 0
+        for at, spooled in enumerate(waiting):
             try:
                 params, data = self.spool.read(spooled.name)
             except FileNotFoundError:
                 continue
+            if read and size + len(data) > BATCH_MAX_BYTES:
+                return read, waiting[at:]
             read.append((spooled, params, data))
-        return read
+            size += len(data)
+        return read, []
 
     async def _send(self, url: str, params: dict | None, body: bytes) -> httpx.Response:
         """POST ``body``, compressed when it is worth it and the service takes it; as it is

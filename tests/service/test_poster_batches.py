@@ -130,3 +130,22 @@ def test_a_service_without_batches_gets_each_capture_alone_from_then_on(tmp_path
     poster, spool = post_all(tmp_path, httpx.MockTransport(service.handle), captures, concurrency=1)
     assert service.requests == [("batch", ["a", "b", "c"]), ("single", ["a"]), ("single", ["b"]), ("single", ["c"])]
     assert poster.batch == 1 and poster.posted == 3
+
+
+def test_a_batch_holds_at_most_batch_max_bytes_of_captures(tmp_path, monkeypatch):
+    from fastsse_service.tap import spool as spool_module
+
+    stream = short_stream()
+    monkeypatch.setattr(spool_module, "BATCH_MAX_BYTES", 2 * len(stream) + 10)
+    service = Service()
+    captures = {f"s{n}": stream for n in range(5)} | {"big": stream * 3, "last": stream}
+    poster, spool = post_all(tmp_path, httpx.MockTransport(service.handle), captures, concurrency=1)
+    # two to a batch, in order; the one larger than the bound goes alone
+    assert service.requests == [
+        ("batch", ["s0", "s1"]),
+        ("batch", ["s2", "s3"]),
+        ("batch", ["s4"]),
+        ("batch", ["big"]),
+        ("single", ["last"]),
+    ]
+    assert poster.posted == 7 and spool.pending() == []
