@@ -612,18 +612,24 @@ RUN_SECONDS = (1.0, 4.0)  # warm-up, run
 
 
 def compressed_batches(plain: list[Path], scratch: Scratch, args, root: Path) -> None:
-    """The same 20 kB streams in batches of 64, posted as they are, zstd- and gzip-compressed
-    (the whole batch, as the tap's poster sends it): a batch's one decoder serves 64 streams.
-    The batches as they are wrk makes as it goes (a stream_id each), the compressed ones are
-    made beforehand."""
+    """20 kB streams of every protocol in batches of 64, posted as they are, zstd- and
+    gzip-compressed (the whole batch, as the tap's poster sends it): a batch's one decoder
+    serves 64 streams.  The batches as they are wrk makes as it goes (a stream_id each), the
+    compressed ones are made beforehand, each of 64 different streams."""
     try:
         from compression import zstd
     except ImportError:
         from backports import zstd
     from fastsse_service.tap.spool import batch_item
 
-    streams = [path.read_bytes() for path in plain]
     size = COMPRESSED_BATCH
+    # 64 different streams in each batch (the same stream twice in one batch would compress
+    # as a repeat, which real batches do not hold), of the same kind as the single posts'
+    streams = [
+        complete_stream(protocol, 20_000, seed=20_000 + k)
+        for k in range(-(-size // len(PROTOCOLS)))
+        for protocol in PROTOCOLS
+    ]
     compressors = {
         "zstd (level 3)": (".batch.zst", lambda data: zstd.compress(data, 3)),
         "gzip (level 6)": (".batch.gz", lambda data: gzip.compress(data, 6, mtime=0)),

@@ -7,6 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+
+try:
+    from compression import zstd
+except ImportError:
+    from backports import zstd
 import json
 
 import httpx
@@ -28,6 +33,10 @@ def read_batch(body: bytes) -> list[tuple[dict, bytes]]:
     return items
 
 
+def decompress(encoding: str, body: bytes) -> bytes:
+    return gzip.decompress(body) if encoding == "gzip" else zstd.decompress(body)
+
+
 class Service:
     """A stand-in for the ingestion API: answers each stream of a batch as ``statuses`` says
     (by stream_id, one status per time it is posted; 201 once they run out), and records every
@@ -40,8 +49,9 @@ class Service:
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         body = request.content
-        if request.headers.get("content-encoding") == "gzip":
-            body = gzip.decompress(body)
+        encoding = request.headers.get("content-encoding")
+        if encoding is not None:
+            body = decompress(encoding, body)
         if not request.url.path.endswith("/batch"):
             stream_id = request.url.params["stream_id"]
             self.requests.append(("single", [stream_id]))
