@@ -30,7 +30,7 @@ import re
 from collections.abc import AsyncIterable
 from dataclasses import dataclass
 
-from .auth import Gateway
+from .auth import Gateway, SignedPost
 from .config import Settings
 from .content_encoding import BodyDecoder, RatioTooHigh, UndecodableBody
 from .db import utcnow
@@ -154,23 +154,32 @@ class BatchReader:
                 f"the batch holds more than MAX_BATCH_STREAMS ({self._settings.max_batch_streams}) streams"
             )
         try:
-            head = json.loads(line)
-        except ValueError:
+            # (its members as pairs, in order: a name given twice is seen, not the last one kept)
+            head = json.loads(line, object_pairs_hook=_Members)
+        except (ValueError, RecursionError):  # (RecursionError: JSON nested past the parser's depth)
             raise BrokenBatch(self._where("a head that is not JSON")) from None
-        if not isinstance(head, dict):
+        if not isinstance(head, _Members):
             raise BrokenBatch(self._where("a head that is not a JSON object"))
-        length = head.get(LENGTH)
-        if type(length) is not int or length < 0:
+        lengths = [value for name, value in head if name == LENGTH]
+        if not lengths:
             raise BrokenBatch(self._where(f'a head without "{LENGTH}", the number of bytes of its stream'))
+        length = lengths[0]
+        if len(lengths) > 1 or type(length) is not int or length < 0:
+            raise BrokenBatch(self._where(f'"{LENGTH}" must be given once, a whole number of bytes (0 or more)'))
         if length > self._settings.max_body_bytes - read:
             raise LargeBatch(f"the batch is larger than MAX_BODY_BYTES ({self._settings.max_body_bytes})")
         item = Item(None)
+        pairs, wrong = _pairs(head)
         try:
-            item.params = parse_query(_pairs(head))
+            item.params = parse_query(pairs)
+            if wrong:
+                raise InvalidParameters([])
         except InvalidParameters as exc:
             # (the errors do not repeat the values: a misframed batch may have its streams'
             # bytes read as a head, and payload never goes into an answer)
-            item.outcome = Refused(Refusal.INVALID, str(exc), [{**e, "input": None} for e in exc.errors])
+            errors = wrong + [{**e, "input": None} for e in exc.errors if e["loc"][-1] not in _named(wrong)]
+            item.params = None
+            item.outcome = Refused(Refusal.INVALID, str(InvalidParameters(errors)), errors)
         else:
             item.outcome = ended_at_refusal(item.params, self._settings, self._now)
         self.items.append(item)
@@ -201,17 +210,27 @@ class BatchReader:
         return f"stream {number} of the batch: {what}; nothing stored"
 
 
-def _pairs(head: dict) -> list[tuple[str, str]]:
-    """A head's parameters as a query's (name, value) pairs, which parse_query checks; a value
-    that is neither a string nor a number is named as wrong by its check."""
-    pairs = []
-    for name, value in head.items():
+class _Members(list):
+    """A JSON object's members, as (name, value) pairs in order."""
+
+
+def _pairs(head: _Members) -> tuple[list[tuple[str, str]], list[dict]]:
+    """A head's parameters as a query's (name, value) pairs, which parse_query checks (a name
+    given twice, too); and the errors of the values a query could not carry: a parameter's
+    value must be a string or an integer (not true, 1.5 or an object)."""
+    pairs, wrong = [], []
+    for name, value in head:
         if name not in _NAMES or value is None:
             continue  # a newer gateway may send more; null is "not given"
         if isinstance(value, bool) or not isinstance(value, (str, int)):
-            value = json.dumps(value)[:64]
-        pairs.append((name, str(value)))
-    return pairs
+            wrong.append({"type": "value_error", "loc": ["query", name], "msg": "must be a string or an integer"})
+        else:
+            pairs.append((name, str(value)))
+    return pairs, wrong
+
+
+def _named(errors: list[dict]) -> set[str]:
+    return {error["loc"][-1] for error in errors}
 
 
 async def ingest_batch(
@@ -246,8 +265,10 @@ async def ingest_batch(
         reader.finish()
     except BrokenBatch as exc:
         return Refused(Refusal.UNDECODABLE, str(exc))
-    except (LargeBatch, RatioTooHigh) as exc:
+    except LargeBatch as exc:
         return Refused(Refusal.TOO_LARGE, f"{exc}; nothing stored")
+    except RatioTooHigh as exc:  # (its message already says nothing is stored)
+        return Refused(Refusal.TOO_LARGE, str(exc))
     except UndecodableBody as exc:
         return Refused(Refusal.UNDECODABLE, str(exc))
     except asyncio.CancelledError:
@@ -262,16 +283,13 @@ async def ingest_batch(
     finally:
         clock.stop()
 
-    message = None
     if signed is not None:
         assert sent is not None
         if sent.hexdigest() != signed.body_sha256:
             return Refused(
                 Refusal.BAD_SIGNATURE, "the body's SHA-256 is not the one its content-digest names; nothing stored"
             )
-        # The batch's id is kept for the batch: sent again, it is the gateway's retry.
-        message = Message(signed.message_id, signed.timestamp, ("", signed.body_sha256))
-    await _store(reader.items, writer, settings.write_timeout_seconds, message)
+    await _store(reader.items, writer, settings.write_timeout_seconds, signed)
     outcomes = []
     for item in reader.items:
         assert item.outcome is not None  # every stream was judged or refused, and then stored
@@ -279,13 +297,25 @@ async def ingest_batch(
     return BatchOutcome(outcomes)
 
 
-async def _store(items: list[Item], writer, timeout: float, message: Message | None) -> None:
+def stream_message(signed: SignedPost, stream_id: str) -> Message:
+    """What a signed batch's webhook-id is kept as for one of its streams: the id and the
+    stream_id together (hashed, to fit where ids are kept).  So the batch sent again, whole or
+    in part (its 503s alone), compressed alike or not, is the retry of each of its streams, and
+    a stream_id of it posted with other bytes under that id is refused (REUSED), as a single
+    post's would be."""
+    key = hashlib.sha256(f"{signed.message_id}\n{stream_id}".encode()).hexdigest()
+    return Message(f"batch:{key}", signed.timestamp)
+
+
+async def _store(items: list[Item], writer, timeout: float, signed: SignedPost | None) -> None:
     """Hand every judged row to the writer at once (they share its commits), and wait for
     their commits together, at most ``timeout``."""
     waiting: list[tuple[Item, asyncio.Future]] = []
     for item in items:
         if item.row is None:
             continue
+        assert item.params is not None
+        message = None if signed is None else stream_message(signed, item.params.stream_id)
         try:
             waiting.append((item, writer.submit(item.row, message=message)))
         except WriterUnavailable as exc:

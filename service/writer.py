@@ -56,13 +56,11 @@ class WriteResult:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Message:
-    """The id and time a gateway signed a post with (auth.SignedPost).  ``post``: what the id
-    is kept for, when not the row's own (stream_id, body_sha256): a signed batch keeps its id
-    for the whole batch, ("", the SHA-256 of its body as sent), shared by all its streams."""
+    """The id and time a gateway signed a post with (auth.SignedPost; for a stream of a signed
+    batch, batches.stream_message)."""
 
     message_id: str
     timestamp: int
-    post: tuple[str, str] | None = None
 
 
 @dataclasses.dataclass(slots=True)
@@ -283,15 +281,16 @@ class VerdictWriter:
             if message is not None:
                 key = (row["gateway"], message.message_id)
                 if key not in posts:
-                    posts[key] = _post(row, message)
-                    new.append((*key, *posts[key], message.timestamp))
+                    posts[key] = (row["stream_id"], row["body_sha256"])
+                    new.append((*key, row["stream_id"], row["body_sha256"], message.timestamp))
         kept_before = await self.store.keep_messages(new)
         self._kept_messages = True
         posts.update(kept_before)
         return {
             index
             for index, (row, message) in enumerate(zip(rows, messages, strict=True))
-            if message is not None and posts[(row["gateway"], message.message_id)] != _post(row, message)
+            if message is not None
+            and posts[(row["gateway"], message.message_id)] != (row["stream_id"], row["body_sha256"])
         }
 
     async def _maintain_when_due(self) -> None:
@@ -319,11 +318,6 @@ class VerdictWriter:
             else:  # a bug: logged, and the writer goes on storing verdicts
                 log.exception("database upkeep failed (tried again in a minute)")
             self._next_upkeep = time.monotonic() + 60
-
-
-def _post(row: dict, message: Message) -> tuple[str, str]:
-    """What a signed post's id is kept for (Message.post)."""
-    return message.post or (row["stream_id"], row["body_sha256"])
 
 
 def _is_database_trouble(exc: Exception) -> bool:

@@ -354,13 +354,17 @@ class Poster:
         least); and those left for after it."""
         read: list[tuple[Spooled, dict, bytes]] = []
         size = 0
+        partitions: set[str] = set()
         for at, spooled in enumerate(waiting):
             try:
                 params, data = self.spool.read(spooled.name)
             except FileNotFoundError:
                 continue
-            if read and size + len(data) > BATCH_MAX_BYTES:
+            # (two attempts of one request never share a batch: the service may store the
+            # later one and not the earlier, which would then be stored after it)
+            if read and (size + len(data) > BATCH_MAX_BYTES or spooled.partition in partitions):
                 return read, waiting[at:]
+            partitions.add(spooled.partition)
             read.append((spooled, params, data))
             size += len(data)
         return read, []

@@ -147,9 +147,12 @@ FIRST = batch_item({"stream_id": "first"}, short_stream())
         (FIRST + b"not json\n", "stream 2 of the batch: a head that is not JSON"),
         (FIRST + b'["a"]\n', "stream 2 of the batch: a head that is not a JSON object"),
         (FIRST + b'{"stream_id": "x"}\n', 'stream 2 of the batch: a head without "length"'),
-        (FIRST + b'{"stream_id": "x", "length": -1}\n', 'without "length"'),
-        (FIRST + b'{"stream_id": "x", "length": "5"}\n', 'without "length"'),
-        (FIRST + b'{"stream_id": "x", "length": 1.5}\n', 'without "length"'),
+        (FIRST + b'{"stream_id": "x", "length": -1}\n', '"length" must be given once, a whole number'),
+        (FIRST + b'{"stream_id": "x", "length": "5"}\n', '"length" must be'),
+        (FIRST + b'{"stream_id": "x", "length": 1.5}\n', '"length" must be'),
+        (FIRST + b'{"stream_id": "x", "length": 0, "length": 0}\n', '"length" must be given once'),
+        (FIRST + b"[" * 100_00 + b"]" * 100_00 + b"\n", "a head longer than"),
+        (FIRST + b"[" * 5000 + b"]" * 5000 + b"\n", "stream 2 of the batch: a head that is not JSON"),  # too deep
         (
             FIRST + b'{"stream_id": "x", "length": 50}\ndata: cut',
             "stream 2 of the batch: the body ends 41 bytes before",
@@ -226,7 +229,8 @@ def test_each_stream_is_counted_as_an_answer_of_its_own(client):
 
 
 def test_a_signed_batch_is_stored_when_its_body_is_the_one_signed(client, database_url):
-    body = batch(*mixed())
+    items = mixed()
+    body = batch(*items)
     headers = sign_post(WEBHOOK_SECRET, BATCH, body)
     answer = client.post(BATCH, content=body, headers=headers)
     assert answer.status_code == 207, answer.text
@@ -234,19 +238,49 @@ def test_a_signed_batch_is_stored_when_its_body_is_the_one_signed(client, databa
     # sent again with the same id: the gateway's retry, answered with what was stored
     again = client.post(BATCH, content=body, headers=headers)
     assert [r["status"] for r in again.json()["items"]] == [200] * 6
-    # the same id over another batch: not the retry of that batch, so none of it is stored
-    other = batch(({"stream_id": "other"}, short_stream()))
+    # in part, and compressed: a retry still, stream by stream (a sender resends its 503s)
+    part = gzip.compress(batch(*items[2:4]), 1)
+    retried = client.post(
+        BATCH,
+        content=part,
+        headers={
+            **sign_post(WEBHOOK_SECRET, BATCH, part, msg_id=headers["webhook-id"]),
+            "content-encoding": "gzip",
+        },
+    )
+    assert [r["status"] for r in retried.json()["items"]] == [200, 200], retried.text
+    # a stream of it with other bytes under the same id: not its retry, so not stored
+    other = batch(({"stream_id": "b-chat"}, short_stream("chat", "F2")), ({"stream_id": "new"}, short_stream()))
     reused = client.post(
         BATCH, content=other, headers=sign_post(WEBHOOK_SECRET, BATCH, other, msg_id=headers["webhook-id"])
     )
-    assert [r["status"] for r in reused.json()["items"]] == [409]
+    assert [r["status"] for r in reused.json()["items"]] == [409, 201], reused.text
     assert "webhook-id" in reused.json()["items"][0]["detail"]
     # a body that is not the one signed: refused whole
     tampered = client.post(
         BATCH, content=body.replace(b"b-chat", b"b-chaT"), headers=sign_post(WEBHOOK_SECRET, BATCH, body)
     )
     assert tampered.status_code == 401
-    assert len(stored_rows(database_url)) == 6
+    assert len(stored_rows(database_url)) == 7
+
+
+def test_a_value_a_query_could_not_carry_is_a_422(client, database_url):
+    """A name given twice, or a value that is neither a string nor an integer, as a query's
+    parameter would be refused (a 422 for its stream), never stored as its text."""
+    answer = post(
+        client,
+        b'{"stream_id": "a", "stream_id": "b", "length": 0}\n'
+        b'{"stream_id": true, "length": 0}\n'
+        b'{"stream_id": 1.5, "length": 0}\n'
+        b'{"stream_id": "c", "attempt": 2.0, "length": 0}\n'
+        b'{"stream_id": "d", "tool": {"name": "x"}, "length": 0}\n'
+        b'{"stream_id": "e", "attempt": 3, "length": 0}\n',
+    )
+    assert answer.status_code == 207, answer.text
+    items = answer.json()["items"]
+    assert [r["status"] for r in items] == [422, 422, 422, 422, 422, 201]
+    assert items[0]["detail"][0]["msg"] == "is given more than once"
+    assert {row["stream_id"] for row in stored_rows(database_url)} == {"e"}
 
 
 def test_memory_is_bounded_by_one_stream_not_by_the_batch(make_settings):

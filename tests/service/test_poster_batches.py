@@ -159,3 +159,26 @@ def test_a_batch_holds_at_most_batch_max_bytes_of_captures(tmp_path, monkeypatch
         ("single", ["last"]),
     ]
     assert poster.posted == 7 and spool.pending() == []
+
+
+def test_two_attempts_of_one_request_never_share_a_batch(tmp_path):
+    """The service may store a batch's later attempt and not its earlier one (a commit that
+    failed for one), which would then be stored after it: each attempt goes in a batch of its
+    own, in order."""
+    service = Service()
+    spool = Spool(tmp_path / "spool", 1 << 30)
+    poster = Poster(
+        spool, "http://verdicts", INGEST_SECRET, transport=httpx.MockTransport(service.handle), concurrency=1
+    )
+    captures = [("a0", "r1"), ("b0", "r2"), ("a1", "r1"), ("c0", "r3"), ("a2", "r1")]
+
+    async def run():
+        await poster.start()
+        for stream_id, request_id in captures:
+            poster.submit(spool.put({"stream_id": stream_id, "request_id": request_id}, short_stream()))
+        assert await poster.drain(60)
+        await poster.stop()
+
+    asyncio.run(run())
+    assert service.requests == [("batch", ["a0", "b0"]), ("batch", ["a1", "c0"]), ("single", ["a2"])]
+    assert poster.posted == 5

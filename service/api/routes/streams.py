@@ -219,7 +219,8 @@ BATCH_BODY = {
     response_model=BatchAnswer,
     summary="Judge many captured streams and store their verdicts together",
     response_description="The batch was read whole: one item per stream, in order, with what its "
-    "own post would have been answered; the streams answered 201 or 200 are stored, the others not.",
+    "own post would have been answered; the streams answered 201 or 200 are stored, those answered "
+    "409 or 422 are not, nor those answered 503 unless the detail says the outcome is unknown.",
     openapi_extra={"parameters": [CONTENT_ENCODING], "requestBody": BATCH_BODY},
     responses={
         400: {
