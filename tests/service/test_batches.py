@@ -371,3 +371,30 @@ def test_a_compressed_batch_bomb_is_413_and_memory_stays_flat(make_settings, pre
     assert "MAX_DECODED_RATIO" in outcome.detail and outcome.detail.endswith("nothing stored")
     assert peak < 4 << 20, f"decoding held {peak / 2**20:.1f} MiB"
     assert read < len(bomb)
+
+
+def test_the_routed_path_answers_a_batch_as_the_fast_path_does(make_settings):
+    """POST /v1/streams/batch through FastAPI's routing (the documented route) and through the
+    service's own ASGI path give the same answer."""
+    from fastsse_service.app import create_app
+
+    from .conftest import ThreadServer
+
+    body = batch(*mixed(), ({"stream_id": "bad id!"}, b""))
+
+    def answer(fast: bool, gateway: str) -> tuple[int, list]:
+        settings = make_settings(ingest_tokens=f"{gateway}:ingest-secret-gw1")
+        with (
+            ThreadServer(create_app(settings, ingest_fast_path=fast)) as server,
+            httpx.Client(base_url=server.url, timeout=30) as http,
+        ):
+            response = post(http, body)
+            items = response.json()["items"]
+            for item in items:
+                for varying in ("id", "received_at", "ended_at", "gateway"):
+                    item.get("verdict", {}).pop(varying, None)
+            return response.status_code, items
+
+    fast = answer(True, "fast")
+    assert fast[0] == 207 and [r["status"] for r in fast[1]] == [201] * 6 + [422]
+    assert answer(False, "routed") == fast

@@ -181,13 +181,19 @@ RAW_STREAM_BODY = {
     },
 )
 async def post_stream(request: Request) -> Response:
+    return await _routed(request, batch=False)
+
+
+async def _routed(request: Request, *, batch: bool) -> Response:
+    """What the FastAPI routes answer: ``answer_post``'s answer, as a Response."""
     answer = await answer_post(
         request.app.state,
         request.headers,
         request_target(request.scope),
         request.client.host if request.client else None,
-        request.query_params.multi_items(),
+        () if batch else request.query_params.multi_items(),
         _request_body(request),
+        batch=batch,
     )
     return Response(
         answer.body,
@@ -245,21 +251,7 @@ BATCH_BODY = {
     },
 )
 async def post_batch(request: Request) -> Response:
-    answer = await answer_post(
-        request.app.state,
-        request.headers,
-        request_target(request.scope),
-        request.client.host if request.client else None,
-        (),
-        _request_body(request),
-        batch=True,
-    )
-    return Response(
-        answer.body,
-        status_code=answer.status,
-        headers=answer.headers,
-        media_type="application/json" if answer.body else None,
-    )
+    return await _routed(request, batch=True)
 
 
 async def answer_post(
