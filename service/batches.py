@@ -45,6 +45,7 @@ from .ingest import (
     parse_query,
     stream_row,
     unavailable,
+    upload_refusal,
     written,
 )
 from .judging import StreamJudge
@@ -267,19 +268,11 @@ async def ingest_batch(
         return Refused(Refusal.UNDECODABLE, str(exc))
     except LargeBatch as exc:
         return Refused(Refusal.TOO_LARGE, f"{exc}; nothing stored")
-    except RatioTooHigh as exc:  # (its message already says nothing is stored)
-        return Refused(Refusal.TOO_LARGE, str(exc))
-    except UndecodableBody as exc:
-        return Refused(Refusal.UNDECODABLE, str(exc))
-    except asyncio.CancelledError:
-        expired = clock.expired()
-        if expired is None:
+    except (RatioTooHigh, UndecodableBody, UploadBrokeOff, asyncio.CancelledError) as exc:
+        refusal = upload_refusal(exc, clock, "a batch", reader.received)
+        if refusal is None:
             raise
-        log.info("upload of a batch timed out after %d bytes (%s); nothing stored", reader.received, expired)
-        return Refused(Refusal.TOO_SLOW, f"the upload was too slow: {expired}; nothing stored")
-    except UploadBrokeOff:
-        log.info("upload of a batch broke off after %d bytes; nothing stored", reader.received)
-        return Refused(Refusal.BROKE_OFF, "the upload broke off; nothing stored")
+        return refusal
     finally:
         clock.stop()
 

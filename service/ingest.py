@@ -297,24 +297,11 @@ async def ingest(
             decoder.finish()
     except BodyTooLarge:
         return too_large  # the rest is never read
-    except RatioTooHigh as exc:
-        return Refused(Refusal.TOO_LARGE, str(exc))
-    except UndecodableBody as exc:
-        return Refused(Refusal.UNDECODABLE, str(exc))
-    except asyncio.CancelledError:
-        expired = clock.expired()
-        if expired is None:
+    except (RatioTooHigh, UndecodableBody, UploadBrokeOff, asyncio.CancelledError) as exc:
+        refusal = upload_refusal(exc, clock, f"stream_id={params.stream_id}", judge.received)
+        if refusal is None:
             raise
-        log.info(
-            "upload of stream_id=%s timed out after %d bytes (%s); nothing stored",
-            params.stream_id,
-            judge.received,
-            expired,
-        )
-        return Refused(Refusal.TOO_SLOW, f"the upload was too slow: {expired}; nothing stored")
-    except UploadBrokeOff:
-        log.info("upload of stream_id=%s broke off after %d bytes; nothing stored", params.stream_id, judge.received)
-        return Refused(Refusal.BROKE_OFF, "the upload broke off; nothing stored")
+        return refusal
     finally:
         clock.stop()
 
@@ -334,6 +321,24 @@ async def ingest(
     except WriterUnavailable as exc:
         return unavailable(exc)
     return written(result, params.stream_id)
+
+
+def upload_refusal(exc: BaseException, clock: UploadClock, what: str, received: int) -> Refused | None:
+    """What a post whose body stopped being read with ``exc`` is answered; None if ``exc`` is no
+    fault of the upload (a cancellation from outside), which the caller re-raises.  ``what``
+    names the post in the log (``stream_id=...``, ``a batch``); ``received``: bytes read."""
+    if isinstance(exc, RatioTooHigh):  # (its message already says nothing is stored)
+        return Refused(Refusal.TOO_LARGE, str(exc))
+    if isinstance(exc, UndecodableBody):
+        return Refused(Refusal.UNDECODABLE, str(exc))
+    if isinstance(exc, UploadBrokeOff):
+        log.info("upload of %s broke off after %d bytes; nothing stored", what, received)
+        return Refused(Refusal.BROKE_OFF, "the upload broke off; nothing stored")
+    expired = clock.expired() if isinstance(exc, asyncio.CancelledError) else None
+    if expired is None:
+        return None
+    log.info("upload of %s timed out after %d bytes (%s); nothing stored", what, received, expired)
+    return Refused(Refusal.TOO_SLOW, f"the upload was too slow: {expired}; nothing stored")
 
 
 def ended_at_refusal(params: IngestParams, settings: Settings, now: datetime) -> Refused | None:
