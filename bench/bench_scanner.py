@@ -11,7 +11,8 @@ own words and framing), then times on the same bytes the format's reference deco
 * AWS event streams (Bedrock): botocore's ``EventStreamBuffer`` (what boto3 and anthropic's
   Bedrock client read with) + ``json.loads`` per frame, and for InvokeModel the chunk's base64
   decoded and its JSON loaded too;
-* NDJSON (Ollama): ``json.loads`` per line, as the ollama client does;
+* NDJSON (Ollama): ``json.loads`` per line, bytes split in C; and beside it the ollama client's
+  own loop (httpx's ``iter_lines`` + ``json.loads``), which also decodes and splits in Python;
 
 then fastsse (``Scanner.feed`` over 64 KiB chunks + ``close()``, and ``scan(stream)``), and a
 bare newline scan: ``bytes.count(b"\\n")``, the yardstick of a pass that looks at every byte
@@ -47,6 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import msgspec  # noqa: E402
 from botocore.eventstream import EventStreamBuffer  # noqa: E402
+from httpx._decoders import LineDecoder as HttpxLineDecoder  # noqa: E402
+from httpx._decoders import TextDecoder as HttpxTextDecoder  # noqa: E402
 from httpx_sse._decoders import SSEDecoder as HttpxSseDecoder  # noqa: E402
 from httpx_sse._decoders import SSELineDecoder as HttpxSseLineDecoder  # noqa: E402
 from openai._streaming import SSEDecoder as OpenAISSEDecoder  # noqa: E402
@@ -272,7 +275,8 @@ def botocore_eventstream(corpus, protocol: str) -> int:
 
 
 def ndjson_lines(corpus, protocol: str) -> int:
-    """json.loads per line, carried across chunks: how the ollama client reads its stream."""
+    """json.loads per line, carried across chunks, the lines split in C: the least a Python
+    NDJSON reader does (the ollama client itself does more, see ollama_client)."""
     events = 0
     for _stream, chunks in corpus:
         tail = b""
@@ -286,6 +290,25 @@ def ndjson_lines(corpus, protocol: str) -> int:
         if tail.strip():
             events += 1
             json.loads(tail)
+    return events
+
+
+def ollama_client(corpus, protocol: str) -> int:
+    """The ollama client's own loop (ollama 0.6, ``Client._request``): httpx's ``iter_lines``,
+    which decodes each chunk to text and splits it (``TextDecoder``, ``LineDecoder``), then
+    ``json.loads`` per line and a look for an "error" key; minus building the pydantic model per
+    line, so the real client is slower than this."""
+    events = 0
+    for _stream, chunks in corpus:
+        text, lines = HttpxTextDecoder(encoding="utf-8"), HttpxLineDecoder()
+        for chunk in chunks:
+            for line in lines.decode(text.decode(chunk)):
+                events += 1
+                if json.loads(line).get("error"):
+                    raise ValueError(line)
+        for line in lines.decode(text.flush()) + lines.flush():
+            events += 1
+            json.loads(line)
     return events
 
 
@@ -313,7 +336,7 @@ REFERENCES = {
 ALSO = {
     "sse": (("httpx-sse SSEDecoder + json.loads", httpx_sse), ("msgspec Struct decode (data lines)", msgspec_partial)),
     "eventstream": (),
-    "ndjson": (),
+    "ndjson": (("ollama client: iter_lines + json.loads", ollama_client),),
 }
 FASTSSE_AND_BARE = (
     ("fastsse Scanner.feed 64 KiB + close", fastsse_feed),
@@ -548,6 +571,7 @@ def bench_memory(total_mib: int) -> None:
 
 def print_environment() -> None:
     import botocore
+    import httpx
     import httpx_sse as httpx_sse_package
     import openai
 
@@ -566,7 +590,7 @@ def print_environment() -> None:
     )
     print(
         f"baselines   openai {openai.__version__}, httpx-sse {httpx_sse_package.__version__}, "
-        f"msgspec {msgspec.__version__}, botocore {botocore.__version__}"
+        f"msgspec {msgspec.__version__}, botocore {botocore.__version__}, httpx {httpx.__version__}"
     )
 
 

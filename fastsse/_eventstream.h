@@ -295,13 +295,61 @@ static ptrdiff_t fastsse_base64_blocks(const unsigned char *s, ptrdiff_t n, unsi
     return 0;
 }
 
-static int fastsse_has_ssse3 = -1;
+/* The same as fastsse_base64_blocks, 32 bytes a step: the lookups act on each 16-byte lane
+   alone, so the tables are the same twice; each lane packs its 12 bytes first, and one
+   permutation of 32-bit words puts the two lanes' 12 bytes side by side.  out must have 8 bytes
+   of room past the last decoded byte. */
+__attribute__((target("avx2")))
+static ptrdiff_t fastsse_base64_blocks_avx2(const unsigned char *s, ptrdiff_t n, unsigned char *out) {
+    const __m256i lut_lo = _mm256_setr_epi8(0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11,
+                                            0x11, 0x13, 0x1A, 0x1B, 0x1B, 0x1B, 0x1A,
+                                            0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11,
+                                            0x11, 0x13, 0x1A, 0x1B, 0x1B, 0x1B, 0x1A);
+    const __m256i lut_hi = _mm256_setr_epi8(0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10,
+                                            0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10,
+                                            0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10,
+                                            0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10);
+    const __m256i lut_roll = _mm256_setr_epi8(0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0,
+                                              0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
+    const __m256i slash = _mm256_set1_epi8('/');
+    const __m256i pair = _mm256_set1_epi32(0x01400140);
+    const __m256i quad = _mm256_set1_epi32(0x00011000);
+    const __m256i pack = _mm256_setr_epi8(2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1,
+                                          2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1);
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7);
+    ptrdiff_t i = 0, last = n - 32;
+    while (i <= last) {
+        __m256i x = _mm256_loadu_si256((const __m256i *)(s + i));
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi32(x, 4), nibble);
+        __m256i lo = _mm256_and_si256(x, nibble);
+        __m256i flags = _mm256_and_si256(_mm256_shuffle_epi8(lut_lo, lo), _mm256_shuffle_epi8(lut_hi, hi));
+        __m256i values;
+        if (!_mm256_testz_si256(flags, flags))
+            return i;
+        values = _mm256_add_epi8(x, _mm256_shuffle_epi8(lut_roll, _mm256_add_epi8(_mm256_cmpeq_epi8(x, slash), hi)));
+        values = _mm256_madd_epi16(_mm256_maddubs_epi16(values, pair), quad);
+        values = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(values, pack), lanes);
+        _mm256_storeu_si256((__m256i *)(out + i / 4 * 3), values);
+        if (i == last)
+            return n;
+        i = i + 32 <= last ? i + 32 : last;
+    }
+    return 0;
+}
+
+static int fastsse_has_ssse3 = -1, fastsse_has_avx2 = -1;
 #endif
 
+/* The widest base64 blocks the decoder may use: 2 AVX2, 1 SSSE3, 0 none (the scalar decoder
+   alone).  Tests lower it to hold each path to the same answers; the CPU may allow less. */
+static int fastsse_base64_widest = 2;
+
 /* Decode the base64 text s[0:n] (standard alphabet, padded to a multiple of 4) into out, which
-   must hold n / 4 * 3 + 4 bytes: the decoded length, or -1 if s is not such base64.  Whole
-   blocks of the alphabet go 16 bytes a step where the CPU has SSSE3; the scalar decoder reads
-   the rest, the padding included, and gives the same answer for every input. */
+   must hold n / 4 * 3 + 8 bytes: the decoded length, or -1 if s is not such base64.  Whole
+   blocks of the alphabet go 32 bytes a step where the CPU has AVX2, else 16 with SSSE3; the
+   scalar decoder reads the rest, the padding included, and gives the same answer for every
+   input. */
 static inline ptrdiff_t fastsse_base64_decode(const unsigned char *s, ptrdiff_t n, unsigned char *out) {
     ptrdiff_t done = 0, rest;
     if (n % 4)
@@ -311,9 +359,12 @@ static inline ptrdiff_t fastsse_base64_decode(const unsigned char *s, ptrdiff_t 
         if (fastsse_has_ssse3 < 0) {
             __builtin_cpu_init();
             fastsse_has_ssse3 = __builtin_cpu_supports("ssse3");
+            fastsse_has_avx2 = __builtin_cpu_supports("avx2");
         }
-        if (fastsse_has_ssse3)
-            done = fastsse_base64_blocks(s, n - 4, out);  /* the last quad may be padded */
+        if (n > 32 && fastsse_has_avx2 && fastsse_base64_widest >= 2)
+            done = fastsse_base64_blocks_avx2(s, n - 4, out);  /* the last quad may be padded */
+        else if (fastsse_has_ssse3 && fastsse_base64_widest >= 1)
+            done = fastsse_base64_blocks(s, n - 4, out);
     }
 #endif
     rest = fastsse_base64_decode_scalar(s + done, n - done, out + done / 4 * 3);

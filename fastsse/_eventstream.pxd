@@ -29,6 +29,7 @@ cdef extern from "_eventstream.h":
                                             Span* found) noexcept nogil
     Py_ssize_t base64_decode "fastsse_base64_decode"(const unsigned char* s, Py_ssize_t n,
                                                      unsigned char* out) noexcept nogil
+    int base64_widest "fastsse_base64_widest"  # 2: AVX2 blocks where the CPU has them, 1: SSSE3, 0: none
 
 cdef enum:
     PRELUDE_BYTES = 12

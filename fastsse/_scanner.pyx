@@ -39,7 +39,7 @@ from ._caches cimport (COUNTED, JUDGED, MEMO_FINISHES, MEMO_MAX_BYTES, SPARE_MEM
                        template_match, templates_clear, templates_paid, templates_skipped)
 from ._eventstream cimport (CRC_BYTES, H_ERROR_CODE, H_EVENT_TYPE, H_EXCEPTION_TYPE,
                             H_MESSAGE_TYPE, MIN_FRAME_BYTES, N_HEADERS, PRELUDE_BYTES, Span,
-                            HeadersKept, base64_decode, be32, crc32, eventstream_init, read_headers)
+                            HeadersKept, base64_decode, base64_widest, be32, crc32, eventstream_init, read_headers)
 from ._framing cimport (CR, F_DATA, F_ERROR, F_EVENT, F_OTHER, LF, Framing, LineSearch, blank_after,
                         data_value_offset, event_tail, framing_idle, framing_start, line_end,
                         line_next, search_init, split_field)
@@ -893,7 +893,7 @@ cdef class Scanner:
         json_whole): its length, or -1 if it is not base64."""
         cdef Py_ssize_t size
         self.inner.len = 0
-        buf_reserve(&self.inner, n // 4 * 3 + 4)  # (base64_decode's room)
+        buf_reserve(&self.inner, n // 4 * 3 + 8)  # (base64_decode's room)
         size = base64_decode(b64, n, <unsigned char*>self.inner.p)
         if size > 0:
             self.inner.p[size] = b'\n'
@@ -1897,6 +1897,18 @@ cdef inline int _read_json(Scanner s, Pos data, Py_ssize_t n) except -1:
     json_init(&s.js, &s.rec, s._automaton())
     json_feed(&s.js, data, n)
     return 2 if json_finish(&s.js) else 0
+
+
+def _base64_widest(int widest):
+    """Let base64 decoding use blocks of at most this width (2: AVX2, 1: SSSE3, 0: none, the
+    scalar decoder alone), where the CPU has them; returns the width allowed before.  For tests,
+    which hold every path to the same answers: the answers never depend on it."""
+    global base64_widest
+    cdef int before = base64_widest
+    if not 0 <= widest <= 2:
+        raise ValueError("widest is 0, 1 or 2")
+    base64_widest = widest
+    return before
 
 
 def scan(data, str protocol="auto", str transport="eof", *,

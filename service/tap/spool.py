@@ -11,6 +11,7 @@ one poster: the service links each attempt to the one stored before it.
 from __future__ import annotations
 
 import asyncio
+import enum
 import functools
 import gzip
 import json
@@ -64,7 +65,12 @@ _compress: Callable[[bytes], bytes] = (
 # about 1.3 MB, a few hundred kB compressed.
 BATCH_STREAMS = 64
 BATCH_MAX_BYTES = 4 << 20  # and at most this much of them (one larger capture goes alone)
-_ALONE = -1.0  # what _post_batch says of a batch refused whole: post its captures one by one
+
+
+class _Then(enum.Enum):
+    """What _post_batch may say to do next besides waiting a while."""
+
+    ALONE = "alone"  # the batch was refused whole: post its captures one by one
 
 
 def batch_item(params: dict, body: bytes) -> bytes:
@@ -273,9 +279,11 @@ class Poster:
         waiting, alone = taken, False
         while waiting:
             if len(waiting) > 1 and self.batch > 1 and not alone:
-                waiting, wait = await self._post_batch(waiting)
-                if wait == _ALONE:
+                waiting, then = await self._post_batch(waiting)
+                if then is _Then.ALONE:
                     alone, wait = True, None
+                else:
+                    wait = then
             else:
                 wait = await self._post(waiting[0].name)
                 if wait is None:
@@ -286,9 +294,9 @@ class Poster:
             await asyncio.sleep(wait if wait > 0 else delay * random.uniform(0.5, 1.0))
             delay = min(delay * 2, _BACKOFF_CAP)
 
-    async def _post_batch(self, waiting: list[Spooled]) -> tuple[list[Spooled], float | None]:
+    async def _post_batch(self, waiting: list[Spooled]) -> tuple[list[Spooled], float | None | _Then]:
         """Post these captures as one batch.  Returns those still to post, and how long to wait
-        before that (None: at once; 0: the usual backoff; _ALONE: post them one by one)."""
+        before that (None: at once; 0: the usual backoff), or _Then.ALONE: post them one by one."""
         read, rest = await asyncio.to_thread(self._read_some, waiting)
         if not read:
             return rest, None
@@ -307,7 +315,7 @@ class Poster:
             log.warning(
                 "the verdict service refused a batch (%d: %s): posting its streams alone", status, _detail(response)
             )
-            return waiting, _ALONE
+            return waiting, _Then.ALONE
         if status != 207:
             if status in _MISCONFIGURED:
                 log.error(

@@ -473,11 +473,20 @@ def test_invoke_chunk_payloads_not_as_bedrock_writes_them(payload):
     agree(i_stream(*deltas, i_chunk(i_delta(b"x"), payload=payload), *deltas), "bedrock-invoke")
 
 
+@pytest.fixture(params=[2, 1, 0], ids=["avx2", "ssse3", "scalar"])
+def base64_widest(request):
+    """The compiled twin's base64 decoder allowed blocks of 32 bytes (where the CPU has AVX2),
+    of 16 (SSSE3), or none: each path is held to the same answers."""
+    before = _scanner_c._base64_widest(request.param)
+    yield request.param
+    _scanner_c._base64_widest(before)
+
+
 @pytest.mark.parametrize("size", range(1, 121))
-def test_invoke_base64_of_every_length(size):
-    """The compiled twin decodes base64 16 characters a step where the CPU allows: every length,
-    and each of a few bytes outside the alphabet (or padding where it may not be) at every
-    position of the encoded event, against the Python twin's binascii."""
+def test_invoke_base64_of_every_length(size, base64_widest):
+    """The compiled twin decodes base64 32 or 16 characters a step where the CPU allows: every
+    length, and each of a few bytes outside the alphabet (or padding where it may not be) at
+    every position of the encoded event, against the Python twin's binascii."""
     event = i_delta(b"\\u00e9" * (size // 6) + b"x" * (size % 6))
     good = base64.b64encode(event)
     verdict, _ = agree(i_stream(i_chunk(event)), "bedrock-invoke")
