@@ -12,7 +12,8 @@ own words and framing), then times on the same bytes the format's reference deco
   Bedrock client read with) + ``json.loads`` per frame, and for InvokeModel the chunk's base64
   decoded and its JSON loaded too;
 * NDJSON (Ollama): ``json.loads`` per line, bytes split in C; and beside it the ollama client's
-  own loop (httpx's ``iter_lines`` + ``json.loads``), which also decodes and splits in Python;
+  own loop (httpx's ``iter_lines`` + ``json.loads``), which splits in Python but runs faster
+  (``json.loads`` of text skips detecting the encoding of bytes);
 
 then fastsse (``Scanner.feed`` over 64 KiB chunks + ``close()``, and ``scan(stream)``), and a
 bare newline scan: ``bytes.count(b"\\n")``, the yardstick of a pass that looks at every byte
@@ -275,8 +276,8 @@ def botocore_eventstream(corpus, protocol: str) -> int:
 
 
 def ndjson_lines(corpus, protocol: str) -> int:
-    """json.loads per line, carried across chunks, the lines split in C: the least a Python
-    NDJSON reader does (the ollama client itself does more, see ollama_client)."""
+    """json.loads per line, carried across chunks, the lines split in C and loaded as bytes
+    (the ollama client's own loop, ollama_client, loads text, which is faster)."""
     events = 0
     for _stream, chunks in corpus:
         tail = b""
@@ -308,7 +309,8 @@ def ollama_client(corpus, protocol: str) -> int:
                     raise ValueError(line)
         for line in lines.decode(text.flush()) + lines.flush():
             events += 1
-            json.loads(line)
+            if json.loads(line).get("error"):
+                raise ValueError(line)
     return events
 
 

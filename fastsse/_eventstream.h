@@ -356,14 +356,14 @@ static inline ptrdiff_t fastsse_base64_decode(const unsigned char *s, ptrdiff_t 
         return -1;
 #ifdef FASTSSE_CLMUL
     if (n > 16) {
-        if (fastsse_has_ssse3 < 0) {
+        if (fastsse_has_ssse3 < 0) {  /* (-1 until known; each flag is set once, alone) */
             __builtin_cpu_init();
-            fastsse_has_ssse3 = __builtin_cpu_supports("ssse3");
-            fastsse_has_avx2 = __builtin_cpu_supports("avx2");
+            fastsse_has_avx2 = __builtin_cpu_supports("avx2") != 0;
+            fastsse_has_ssse3 = __builtin_cpu_supports("ssse3") != 0;
         }
-        if (n > 32 && fastsse_has_avx2 && fastsse_base64_widest >= 2)
+        if (n > 32 && fastsse_has_avx2 > 0 && fastsse_base64_widest >= 2)
             done = fastsse_base64_blocks_avx2(s, n - 4, out);  /* the last quad may be padded */
-        else if (fastsse_has_ssse3 && fastsse_base64_widest >= 1)
+        else if (fastsse_has_ssse3 > 0 && fastsse_base64_widest >= 1)
             done = fastsse_base64_blocks(s, n - 4, out);
     }
 #endif

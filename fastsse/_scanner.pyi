@@ -39,3 +39,7 @@ def scan(
     max_line_bytes: int = ...,
     caches: Caches | None = None,
 ) -> Verdict: ...
+
+# For tests: the widest base64 blocks the decoder may use (2: AVX2, 1: SSSE3, 0: none) where the
+# CPU has them; returns the width allowed before.
+def _base64_widest(widest: int) -> int: ...

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import logging
 import re
 from collections.abc import AsyncIterable
 from dataclasses import dataclass
@@ -51,8 +50,6 @@ from .ingest import (
 from .judging import StreamJudge
 from .uploads import UploadBrokeOff, UploadClock
 from .writer import Message, WriterUnavailable, expire
-
-log = logging.getLogger(__name__)
 
 MAX_HEAD_BYTES = 16 * 1024  # a head holds a few identifiers: far less than this
 _BLANK = re.compile(rb"[ \t\r\n]*")
