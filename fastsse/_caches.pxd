@@ -58,8 +58,8 @@ that reading events costs about what it would without them, and a hit now and th
 back.
 
 Judgements.  Most streams end like one of the last few judged (the same protocol, finish reason
-and flags): a ``Judged`` key of C values finds that stream's answer without building the 17
-Python arguments of ``_verdict._judge``.
+and flags): a ``Judged`` key of C values finds that stream's answer without building the
+Python arguments of ``_verdict._judge`` (one per name in ``_JUDGE_PARAMETERS``).
 
 The memo belongs to one Scanner; templates, judgements and the last model name sanitized to a
 ``Caches`` object (``_scanner.Caches``), one per process unless a caller passes its own.  Declarations and

@@ -1782,7 +1782,7 @@ cdef class Scanner:
         """_judge's answer for this stream, whose first n_finishes finish reasons count.  Most
         streams end like one of the last few judged (the same protocol, finish reason and
         flags): then the answer is that stream's (Caches.judgement), found by comparing C
-        values instead of hashing a tuple of 17 Python objects."""
+        values instead of hashing a tuple of _judge's Python arguments."""
         cdef Judged k  # every field is set; the finish reasons up to n_finishes
         cdef int i
         cdef tuple finishes
