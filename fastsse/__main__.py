@@ -40,7 +40,9 @@ def _positive_int(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fastsse",
-        description="Judge captured LLM streams (Server-Sent Events): complete, or how they failed.",
+        description=(
+            "Judge captured LLM streams (Server-Sent Events, AWS event streams, NDJSON): complete, or how they failed."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__} ({IMPLEMENTATION} scanner)")
     commands = parser.add_subparsers(dest="command", required=True)
