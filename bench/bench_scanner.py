@@ -301,17 +301,20 @@ def ollama_client(corpus, protocol: str) -> int:
     line, so the real client is slower than this."""
     events = 0
     for _stream, chunks in corpus:
-        text, lines = HttpxTextDecoder(encoding="utf-8"), HttpxLineDecoder()
-        for chunk in chunks:
-            for line in lines.decode(text.decode(chunk)):
-                events += 1
-                if json.loads(line).get("error"):
-                    raise ValueError(line)
-        for line in lines.decode(text.flush()) + lines.flush():
+        for line in _iter_lines(chunks):
             events += 1
             if json.loads(line).get("error"):
                 raise ValueError(line)
     return events
+
+
+def _iter_lines(chunks):
+    """httpx's ``Response.iter_lines`` over these chunks, as a generator, as it is."""
+    text, lines = HttpxTextDecoder(encoding="utf-8"), HttpxLineDecoder()
+    for chunk in chunks:
+        yield from lines.decode(text.decode(chunk))
+    yield from lines.decode(text.flush())
+    yield from lines.flush()
 
 
 def bare_count(corpus, protocol: str) -> int:

@@ -175,7 +175,8 @@ class BatchReader:
         except InvalidParameters as exc:
             # (the errors do not repeat the values: a misframed batch may have its streams'
             # bytes read as a head, and payload never goes into an answer)
-            errors = wrong + [{**e, "input": None} for e in exc.errors if e["loc"][-1] not in _named(wrong)]
+            named = {error["loc"][-1] for error in wrong}
+            errors = wrong + [{**e, "input": None} for e in exc.errors if e["loc"][-1] not in named]
             item.params = None
             item.outcome = Refused(Refusal.INVALID, str(InvalidParameters(errors)), errors)
         else:
@@ -225,10 +226,6 @@ def _pairs(head: _Members) -> tuple[list[tuple[str, str]], list[dict]]:
         else:
             pairs.append((name, str(value)))
     return pairs, wrong
-
-
-def _named(errors: list[dict]) -> set[str]:
-    return {error["loc"][-1] for error in errors}
 
 
 async def ingest_batch(
