@@ -38,15 +38,20 @@ read (Memo.op) and what it counts as (Memo.slot) are worked out when the event i
 
 Templates.  Replaying needs an event read in full first: in a chat stream, its role chunk,
 first content chunk, finish chunk and usage chunk are each the first of their shape, and the
-next stream of the same model sends the same four shapes again.  So a chat event read in place
+next stream of the same model sends the same four shapes again (a Gemini stream: its first
+text chunk, first thought chunk and last chunk).  So a chat or Gemini event read in place
 whose effect the scanner can repeat without the Record (choices registered with their finish
-reasons, the model, counters; no tool call, no error) also becomes a ``Template``: its bytes
-with every hole's value cut out, and its effect.  An event that equals a template outside the
-holes, with a valid JSON string or number in each hole, would be read into the same Record but
-for the counters, so the scanner applies the template's effect, through the functions a read
-event's effect goes through, instead of reading it.  A template keeps only names (keys, the
-model, finish reasons): an event with any other value that is not a hole (too many holes, or
-text a rule reads) makes none.
+reasons, the model, whether usage counted reasoning tokens, counters; no tool call, no error,
+no blockReason) also becomes a ``Template``: its bytes with every hole's value cut out, and its
+effect.  An event that equals a template outside the holes, with a valid JSON string or number
+in each hole, would be read into the same Record but for the counters, so the scanner applies
+the template's effect, through the functions a read event's effect goes through, instead of
+reading it; the rules of the stream's own protocol finish it (a Gemini chunk with candidates
+says again whether the stream is over).  A template keeps only names (keys, the model, finish
+reasons): an event with any other value that is not a hole (too many holes, or text a rule
+reads) makes none.  The protocol an auto stream's first event names is a function of its bytes
+(``_detect``), so a template made from such an event keeps it (``Template.auto``), and the
+first event of a later auto stream that matches it names the same protocol without a read.
 
 Which template to try: each remembers the two that followed it last (an LRU of two), and a
 stream's first event tries the two that began streams last.  A wrong guess costs a compare that
@@ -274,8 +279,14 @@ ctypedef struct Template:
     unsigned char role[MAX_HOLES]
     Py_ssize_t base[N_ROLES]  # per role, what it counts outside its holes
     bint keep  # the matching event is kept to replay the events that repeat it
-    # its effect: the model, and the choices it registers with their finish reasons
+    # the protocol (the scanner's D_* code) that the event names when it is the first event of
+    # a stream whose protocol is not known, as _detect found it (a function of the bytes);
+    # -1: the event was never read as one, and such a stream reads it
+    int auto
+    # its effect: the model, whether usage counted reasoning tokens, and the choices it
+    # registers with their finish reasons
     Str model
+    bint reasoning_tokens
     int n_choices
     int64_t index[TEMPLATE_CHOICES]
     Str finish[TEMPLATE_CHOICES]
@@ -366,9 +377,10 @@ cdef inline bint same_template(const Template* a, const Template* b) noexcept:
 
 cdef inline void template_make(TemplateTable* tt, int* prev, const Record* r,
                                const unsigned char* event, Py_ssize_t tail, Py_ssize_t size,
-                               Py_ssize_t value_off, bint keep) noexcept:
+                               Py_ssize_t value_off, bint keep, int auto) noexcept:
     """The event just read into r, event[:size] (its data at value_off), becomes a template in
-    the least used slot, or finds its twin; it follows *prev."""
+    the least used slot, or finds its twin; it follows *prev.  auto: Template.auto, if the event
+    named its stream's protocol, else -1."""
     cdef Template* t = &tt.scratch
     cdef int* expected = template_links(tt, prev[0])
     cdef int slot = 0, i
@@ -390,7 +402,9 @@ cdef inline void template_make(TemplateTable* tt, int* prev, const Record* r,
     for i in range(TEMPLATES):
         if tt.hashes[i] == hash and same_template(t, &tt.slots[i]):
             # a stream that took another path to the same shape: one template, whose effect is
-            # the same (it follows from the bytes and the holes)
+            # the same (it follows from the bytes and the holes, and so does the protocol named)
+            if auto >= 0:
+                tt.slots[i].auto = auto
             template_follow(tt, prev, i)
             return
     # It takes the place of the template expected here (one finish reason for another): what
@@ -401,7 +415,9 @@ cdef inline void template_make(TemplateTable* tt, int* prev, const Record* r,
         next[1] = tt.slots[expected[0]].next[1]
     record_base(r, t.base)
     t.keep = keep
+    t.auto = auto
     t.model = r.model
+    t.reasoning_tokens = r.reasoning_tokens
     t.n_choices = r.n_choices
     for i in range(r.n_choices):
         t.index[i] = r.choices[i].index if r.choices[i].index >= 0 else r.choices[i].ordinal

@@ -442,6 +442,7 @@ cdef class Scanner:
     cdef bint memo_event  # the event just read may be kept
     cdef int kind  # the event just interpreted: its K_* kind (anthropic, converse), else -1
     cdef bint template_event  # the event just read may become a template
+    cdef bint detecting  # the event just interpreted named the stream's protocol (auto)
     cdef TemplateTable* templates  # self.caches.templates
     cdef int template_prev  # the template this stream matched or made last; -1: none yet
     cdef readonly Py_ssize_t replayed  # events counted by replay (tests check the path ran)
@@ -982,7 +983,7 @@ cdef class Scanner:
             self._keep(event, tail, size, value_off, -1)
         if self.template_event and not templates_skipped(self.templates):
             template_make(self.templates, &self.template_prev, &self.rec, event, tail, size,
-                          value_off, self.memo_event)
+                          value_off, self.memo_event, self.detected if self.detecting else -1)
         return 0
 
     cdef int _dispatch_data(self, Pos data, Py_ssize_t n) except -1:
@@ -1128,8 +1129,9 @@ cdef class Scanner:
         while True:
             if self.memo.event.len:
                 pos = self._replay(p, pos, n)
-            if self.detected != D_CHAT or self.framing != FR_SSE or pos >= n:
-                return pos  # templates are of chat's SSE events
+            if ((self.detected != D_CHAT and self.detected != D_GEMINI and self.detected != D_NONE)
+                    or self.framing != FR_SSE or pos >= n):
+                return pos  # templates are of chat's and Gemini's SSE events (or may name them)
             start = pos
             pos = self._from_template(p, pos, n)
             if pos == start:
@@ -1141,10 +1143,10 @@ cdef class Scanner:
         cdef Record* r = &self.rec
         cdef int i
         if (self.limit is not None or r.error or r.too_many or r.n_tools > 1 or r.out_of_memory
-                or r.reasoning_tokens or r.items or r.n_args or r.unrepeatable or r.metrics
-                or r.guardrail):
+                or r.items or r.n_args or r.unrepeatable or r.metrics or r.guardrail):
             # (metrics: Bedrock's last chunk, an end marker that replay does not set; guardrail:
-            # the same, and the stream's finish)
+            # the same, and the stream's finish.  Usage's count of reasoning tokens is no hole:
+            # a repeat says it again, and hidden_reasoning is set already.)
             return False
         if self.detected == D_ANTHROPIC or self.detected == D_BEDROCK_CONVERSE:
             # a block's text or thinking delta (not a tool's input, which is state)
@@ -1322,9 +1324,11 @@ cdef class Scanner:
         """Can the event just interpreted be repeated from a template (see _caches.pxd)?"""
         cdef Record* r = &self.rec
         cdef int i
-        if (self.detected != D_CHAT or self.limit is not None or r.error or r.too_many
-                or r.opaque or r.unrepeatable or r.out_of_memory or r.n_tools
-                or r.n_choices > TEMPLATE_CHOICES or r.reasoning_tokens or r.items or r.n_args):
+        if ((self.detected != D_CHAT and self.detected != D_GEMINI) or self.limit is not None
+                or r.error or r.too_many or r.opaque or r.unrepeatable or r.out_of_memory
+                or r.n_tools or r.n_choices > TEMPLATE_CHOICES or r.items or r.n_args
+                or r.block_reason.len >= 0):
+            # (a Gemini blockReason ends the stream: such an event is read)
             return False
         for i in range(r.n_choices):
             if r.choices[i].tool or r.choices[i].output or r.choices[i].audio_end:
@@ -1354,8 +1358,10 @@ cdef class Scanner:
             if slot < 0:
                 continue
             t = &tt.slots[slot]
-            # (a choice table that could overflow is left to _choices, which reports it)
-            if t.len == 0 or self.n_finishes + t.n_choices > MAX_CHOICES:
+            # (a choice table that could overflow is left to _choices, which reports it; a stream
+            # whose protocol is not named yet takes a template that names it)
+            if (t.len == 0 or self.n_finishes + t.n_choices > MAX_CHOICES
+                    or (self.detected == D_NONE and t.auto < 0)):
                 continue
             tried = True
             close = template_match(t, &self.rec, p + pos, p + n, starts, ends, counts)
@@ -1366,17 +1372,28 @@ cdef class Scanner:
                 return pos  # too long: the line's own reading reports the limit
             # the event's effect, through what _handle_event, _interpret and _choices call
             self.events += 1
+            if self.detected == D_NONE:
+                self.detected = t.auto  # what _detect said of the same bytes
             self._note_model(&t.model)
             for i in range(t.n_choices):
                 self._finish(t.index[i], &t.finish[i])
             self._add_content(counts[H_TEXT], counts[H_REASONING], counts[H_REFUSAL])
+            if t.reasoning_tokens:  # (_note_whole)
+                self.hidden_reasoning = True
+            if self.detected == D_GEMINI and t.n_choices:
+                # (_choices: each Gemini chunk with candidates says again whether it is the last)
+                self.end_marker = True
+                for i in range(t.n_choices):
+                    if t.finish[i].len < 0:
+                        self.end_marker = False
             self.templated += 1
             templates_paid(tt, True)
             if t.keep and size <= MEMO_MAX_BYTES:
                 self._spare_memo()
-                self.memo.tool = self.memo.seq = self.memo.reopens = self.memo.block = False
+                self.memo.tool = self.memo.seq = self.memo.block = False
+                self.memo.reopens = self.detected == D_GEMINI and t.n_choices > 0
                 self.memo.headers = -1
-                _count_as(self.memo.count_as, D_CHAT, -1)
+                _count_as(self.memo.count_as, self.detected, -1)
                 memo_set(&self.memo, p + pos, size, t.tail, t.n_holes, starts, ends, t.role,
                          t.base)
             template_follow(tt, &self.template_prev, slot)
@@ -1404,8 +1421,10 @@ cdef class Scanner:
         else:
             name = <const char*>etype
             name_len = etype_len
-        if self.detected == D_NONE:
+        self.detecting = self.detected == D_NONE
+        if self.detecting:
             self.detected = self._detect(name, name_len)
+            self.detecting = self.detected != D_NONE
         self._note_model(&r.model)
         self._note_whole()
         if self.detected == D_CHAT or self.detected == D_GEMINI:

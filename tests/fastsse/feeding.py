@@ -1,5 +1,6 @@
 """Feeding helpers for the scanner tests: the chunkings every case is fed in, a check that
-both twins agree under them, and a plain feed of given chunks."""
+both twins agree under them, a plain feed of given chunks, and a stream judged after another
+(the compiled twin's templates)."""
 
 from __future__ import annotations
 
@@ -46,3 +47,31 @@ def feed(impl, chunks, protocol="auto", transport="eof", **limits):
     for chunk in chunks:
         scanner.feed(chunk)
     return scanner.close(transport)
+
+
+def judge(twin, data: bytes, protocol: str = "chat", chunks=None, **limits):
+    """The verdict of a scanner of twin fed data (or the given chunks), and the scanner."""
+    scanner = twin.Scanner(protocol, **limits)
+    for piece in chunks if chunks is not None else [data]:
+        scanner.feed(piece)
+    return scanner.close(), scanner
+
+
+def after(first: bytes, second: bytes, protocol: str = "chat", **limits):
+    """Judge first (it makes the compiled twin's templates), then second in every chunking, each
+    time from the same templates; the compiled verdicts must equal the Python twin's.  Returns
+    the verdict on second and how many of its events the compiled twin counted from templates,
+    fed whole."""
+    from fastsse import _scanner as compiled
+    from fastsse import _scanner_py as python
+
+    expected = python.scan(second, protocol, **limits)
+    templated = None
+    for name, pieces in chunkings(second, len(second)):
+        compiled.default_caches.clear()
+        assert judge(compiled, first, protocol, **limits)[0] == python.scan(first, protocol, **limits)
+        verdict, scanner = judge(compiled, second, protocol, pieces, **limits)
+        assert verdict == expected, name
+        if name == "whole":
+            templated = scanner.templated
+    return expected, templated

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .feeding import chunkings
+from .feeding import after, chunkings, judge
 
 try:
     from fastsse import _scanner as _scanner_c
@@ -107,29 +107,6 @@ def stream(
     events.append(chunk(b"", finish=finish, **common))
     events.append(usage(chunk_id=chunk_id, created=created, model=values.get("model", b"gpt-4o"), end=end))
     return b"".join(events) + DONE.replace(b"\n\n", end)
-
-
-def judge(twin, data: bytes, protocol: str = "chat", chunks=None, **limits):
-    scanner = twin.Scanner(protocol, **limits)
-    for piece in chunks if chunks is not None else [data]:
-        scanner.feed(piece)
-    return scanner.close(), scanner
-
-
-def after(first: bytes, second: bytes, protocol: str = "chat", **limits):
-    """Judge first (it makes the templates), then second in every chunking, each time from the
-    same templates; the compiled verdicts must equal the Python twin's.  Returns the verdict on
-    second and how many of its events the compiled twin counted from templates, fed whole."""
-    expected = _scanner_py.scan(second, protocol, **limits)
-    templated = None
-    for name, pieces in chunkings(second, len(second)):
-        _scanner_c.default_caches.clear()
-        assert judge(_scanner_c, first, protocol, **limits)[0] == _scanner_py.scan(first, protocol, **limits)
-        verdict, scanner = judge(_scanner_c, second, protocol, pieces, **limits)
-        assert verdict == expected, name
-        if name == "whole":
-            templated = scanner.templated
-    return expected, templated
 
 
 def test_a_stream_of_the_same_shapes_is_counted_from_templates():
@@ -321,10 +298,20 @@ def test_a_new_choice_past_the_choice_limit_is_the_limit():
     assert verdict.category == "limit_exceeded" and verdict.limit == "choices"
 
 
-def test_auto_streams_are_read_until_the_protocol_is_known():
+def test_an_auto_stream_takes_its_protocol_from_a_template():
     verdict, templated = after(stream(), stream(chunk_id=b"other"), protocol="auto")
     assert verdict.category == "complete" and verdict.protocol == "chat"
-    assert templated == 3  # the first event is read: it names the protocol
+    assert templated == 4  # the first event too: the template names the protocol it named
+
+
+def test_a_template_made_where_the_protocol_was_given_names_none():
+    # Made by a "chat" scanner, the role chunk's template never named a protocol: an auto
+    # stream reads that event (and names it); from then on the template names it too.
+    judge(_scanner_c, stream(), "chat")
+    for templated in (3, 4):
+        verdict, scanner = judge(_scanner_c, stream(chunk_id=b"other"), "auto")
+        assert verdict == _scanner_py.scan(stream(chunk_id=b"other"), "auto")
+        assert verdict.protocol == "chat" and scanner.templated == templated
 
 
 def test_tool_calls_and_errors_make_no_templates():
