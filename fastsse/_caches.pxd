@@ -279,6 +279,9 @@ ctypedef struct Template:
     unsigned char role[MAX_HOLES]
     Py_ssize_t base[N_ROLES]  # per role, what it counts outside its holes
     bint keep  # the matching event is kept to replay the events that repeat it
+    # the protocol (the scanner's D_* code) of the stream that made it: a template is matched
+    # in streams of that protocol only, whose rules finish its effect
+    int detected
     # the protocol (the scanner's D_* code) that the event names when it is the first event of
     # a stream whose protocol is not known, as _detect found it (a function of the bytes);
     # -1: the event was never read as one, and such a stream reads it
@@ -350,7 +353,8 @@ cdef inline void template_follow(TemplateTable* tt, int* prev, int slot) noexcep
 
 cdef inline uint64_t template_hash(const Template* t) noexcept:
     """A hash of t's bytes and holes: templates with different ones seldom share it."""
-    cdef uint64_t h = <uint64_t>t.len * 0x9E3779B97F4A7C15u ^ <uint64_t>(t.n_holes << 8 | t.tail)
+    cdef uint64_t h = (<uint64_t>t.len * 0x9E3779B97F4A7C15u
+                       ^ <uint64_t>(t.detected << 16 | t.n_holes << 8 | t.tail))
     cdef uint64_t word
     cdef Py_ssize_t i = 0
     cdef int k
@@ -366,9 +370,9 @@ cdef inline uint64_t template_hash(const Template* t) noexcept:
     return h
 
 cdef inline bint same_template(const Template* a, const Template* b) noexcept:
-    """Whether a and b keep the same bytes with the same holes."""
+    """Whether a and b keep the same bytes with the same holes, for the same protocol."""
     cdef int h
-    if a.len != b.len or a.n_holes != b.n_holes or a.tail != b.tail:
+    if a.len != b.len or a.n_holes != b.n_holes or a.tail != b.tail or a.detected != b.detected:
         return False
     for h in range(a.n_holes):
         if a.at[h] != b.at[h] or a.role[h] != b.role[h]:
@@ -377,10 +381,10 @@ cdef inline bint same_template(const Template* a, const Template* b) noexcept:
 
 cdef inline void template_make(TemplateTable* tt, int* prev, const Record* r,
                                const unsigned char* event, Py_ssize_t tail, Py_ssize_t size,
-                               Py_ssize_t value_off, bint keep, int auto) noexcept:
-    """The event just read into r, event[:size] (its data at value_off), becomes a template in
-    the least used slot, or finds its twin; it follows *prev.  auto: Template.auto, if the event
-    named its stream's protocol, else -1."""
+                               Py_ssize_t value_off, bint keep, int detected, int auto) noexcept:
+    """The event just read into r, event[:size] (its data at value_off), in a stream of protocol
+    detected, becomes a template in the least used slot, or finds its twin; it follows *prev.
+    auto: Template.auto, if the event named its stream's protocol, else -1."""
     cdef Template* t = &tt.scratch
     cdef int* expected = template_links(tt, prev[0])
     cdef int slot = 0, i
@@ -398,6 +402,7 @@ cdef inline void template_make(TemplateTable* tt, int* prev, const Record* r,
     t.len = at + size - src
     t.tail = tail
     t.n_holes = r.n_holes
+    t.detected = detected
     hash = template_hash(t)
     for i in range(TEMPLATES):
         if tt.hashes[i] == hash and same_template(t, &tt.slots[i]):
@@ -432,23 +437,27 @@ cdef inline void template_make(TemplateTable* tt, int* prev, const Record* r,
     template_follow(tt, prev, slot)
 
 cdef inline Pos template_match(const Template* t, Record* rec, Pos event, Pos end,
-                               Py_ssize_t* starts, Py_ssize_t* ends,
-                               Py_ssize_t* counts) except? NULL:
+                               Py_ssize_t* starts, Py_ssize_t* ends, Py_ssize_t* counts,
+                               int64_t* seq) except? NULL:
     """The end of the event at event[0:] if it matches t before end, its blank line included;
-    else NULL.  Fills where its holes are and what they count (rec: skip_string's)."""
+    else NULL.  Fills where its holes are, what they count (rec: skip_string's) and its sequence
+    number (a plain integer, as memo_match reads one; -1: none)."""
     cdef Pos q = event
     cdef Pos close
     cdef Pos bytes = <Pos>t.bytes
     cdef Py_ssize_t tpos = 0, seg
     cdef int h
     memcpy(counts, t.base, N_ROLES * sizeof(Py_ssize_t))
+    seq[0] = -1
     for h in range(t.n_holes):
         seg = t.at[h] - tpos
         if end - q <= seg or not fastsse_equal(q, bytes + tpos, seg):
             return NULL
         q += seg
-        if t.role[h] == H_NUMBER or t.role[h] == H_SEQ:  # (chat reads no sequence number)
+        if t.role[h] == H_NUMBER:
             close = skip_number(q, end)
+        elif t.role[h] == H_SEQ:
+            close = plain_integer(q, end, seq)
         elif t.role[h] == H_SPACE:
             close = skip_blanks(q, end)
         else:

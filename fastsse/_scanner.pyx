@@ -983,7 +983,8 @@ cdef class Scanner:
             self._keep(event, tail, size, value_off, -1)
         if self.template_event and not templates_skipped(self.templates):
             template_make(self.templates, &self.template_prev, &self.rec, event, tail, size,
-                          value_off, self.memo_event, self.detected if self.detecting else -1)
+                          value_off, self.memo_event, self.detected,
+                          self.detected if self.detecting else -1)
         return 0
 
     cdef int _dispatch_data(self, Pos data, Py_ssize_t n) except -1:
@@ -1129,9 +1130,10 @@ cdef class Scanner:
         while True:
             if self.memo.event.len:
                 pos = self._replay(p, pos, n)
-            if ((self.detected != D_CHAT and self.detected != D_GEMINI and self.detected != D_NONE)
+            if ((self.detected != D_CHAT and self.detected != D_GEMINI
+                    and self.detected != D_RESPONSES and self.detected != D_NONE)
                     or self.framing != FR_SSE or pos >= n):
-                return pos  # templates are of chat's and Gemini's SSE events (or may name them)
+                return pos  # templates are of SSE events of these (or may name them)
             start = pos
             pos = self._from_template(p, pos, n)
             if pos == start:
@@ -1324,10 +1326,19 @@ cdef class Scanner:
         """Can the event just interpreted be repeated from a template (see _caches.pxd)?"""
         cdef Record* r = &self.rec
         cdef int i
-        if ((self.detected != D_CHAT and self.detected != D_GEMINI) or self.limit is not None
-                or r.error or r.too_many or r.opaque or r.unrepeatable or r.out_of_memory
-                or r.n_tools or r.n_choices > TEMPLATE_CHOICES or r.items or r.n_args
-                or r.block_reason.len >= 0):
+        if self.detected == D_RESPONSES:
+            # an event whose rule (_responses) does nothing but follow its sequence number: a
+            # start, a part or a text whole, a message added (no delta: the caches replay those;
+            # no end, no error; an item whose kind _responses counts holds r.items bits, and an
+            # item's text makes the event opaque)
+            if not (self.kind == -1 or self.kind == K_START or (
+                    self.kind == K_ITEM_ADDED and output_kind(&r.item_type) == OUT_TEXT)):
+                return False
+        elif self.detected != D_CHAT and self.detected != D_GEMINI:
+            return False
+        if (self.limit is not None or r.error or r.too_many or r.opaque or r.unrepeatable
+                or r.out_of_memory or r.n_tools or r.n_choices > TEMPLATE_CHOICES or r.items
+                or r.n_args or r.block_reason.len >= 0):
             # (a Gemini blockReason ends the stream: such an event is read)
             return False
         for i in range(r.n_choices):
@@ -1347,6 +1358,7 @@ cdef class Scanner:
         cdef Py_ssize_t counts[N_ROLES]
         cdef Py_ssize_t size
         cdef Py_ssize_t bound = min(self.max_line_bytes, self.max_event_bytes)  # on the line
+        cdef int64_t seq
         cdef int k, i, slot
         cdef bint tried = False
         if templates_skipped(tt):
@@ -1358,18 +1370,21 @@ cdef class Scanner:
             if slot < 0:
                 continue
             t = &tt.slots[slot]
-            # (a choice table that could overflow is left to _choices, which reports it; a stream
-            # whose protocol is not named yet takes a template that names it)
+            # (a template of the stream's protocol; a stream whose protocol is not named yet takes
+            # one that names it; a choice table that could overflow is left to _choices, which
+            # reports it)
             if (t.len == 0 or self.n_finishes + t.n_choices > MAX_CHOICES
-                    or (self.detected == D_NONE and t.auto < 0)):
+                    or (t.detected != self.detected if self.detected != D_NONE else t.auto < 0)):
                 continue
             tried = True
-            close = template_match(t, &self.rec, p + pos, p + n, starts, ends, counts)
+            close = template_match(t, &self.rec, p + pos, p + n, starts, ends, counts, &seq)
             if close == NULL:
                 continue
             size = close - p - pos
             if size - t.tail > bound:
                 return pos  # too long: the line's own reading reports the limit
+            if seq >= 0 and self.last_seq >= 0 and seq != self.last_seq + 1:
+                continue  # a gap: the event's own reading reports it (_sequence)
             # the event's effect, through what _handle_event, _interpret and _choices call
             self.events += 1
             if self.detected == D_NONE:
@@ -1380,6 +1395,8 @@ cdef class Scanner:
             self._add_content(counts[H_TEXT], counts[H_REASONING], counts[H_REFUSAL])
             if t.reasoning_tokens:  # (_note_whole)
                 self.hidden_reasoning = True
+            if seq >= 0:  # (_sequence)
+                self.last_seq = seq
             if self.detected == D_GEMINI and t.n_choices:
                 # (_choices: each Gemini chunk with candidates says again whether it is the last)
                 self.end_marker = True
