@@ -182,9 +182,10 @@ def test_another_model_or_candidate_index_is_read():
     assert verdict.category == "complete" and templated == 0
 
 
-def test_chat_and_gemini_share_templates_each_by_its_own_rules():
+def test_chat_and_gemini_scanners_of_the_same_bytes_keep_their_own_templates():
     # Gemini's bytes read by a chat scanner (its rules: no end without [DONE]), then by auto
-    # and gemini scanners, and the other way round: every verdict is the Python twin's.
+    # and gemini scanners, and the other way round: each protocol's templates are its own
+    # (Template.detected), and every verdict is the Python twin's.
     data = stream([b"a", b"b"])
     for order in (("chat", "auto", "gemini", "chat"), ("gemini", "chat", "auto", "auto")):
         _scanner_c.default_caches.clear()
