@@ -282,6 +282,12 @@ ctypedef struct Template:
     # the protocol (the scanner's D_* code) of the stream that made it: a template is matched
     # in streams of that protocol only, whose rules finish its effect
     int detected
+    # its effect as the rules of that protocol read it (besides the choices): what whole items
+    # held (ITEM_* bits; a message's text and refusal by their holes, H_ITEM_TEXT/REFUSAL),
+    # whether it ends the stream, and whether it ends the call arguments at block_index
+    int items
+    bint ends, ends_block
+    int64_t block_index
     # the protocol (the scanner's D_* code) that the event names when it is the first event of
     # a stream whose protocol is not known, as _detect found it (a function of the bytes);
     # -1: the event was never read as one, and such a stream reads it
@@ -379,12 +385,14 @@ cdef inline bint same_template(const Template* a, const Template* b) noexcept:
             return False
     return memcmp(a.bytes, b.bytes, a.len) == 0
 
-cdef inline void template_make(TemplateTable* tt, int* prev, const Record* r,
-                               const unsigned char* event, Py_ssize_t tail, Py_ssize_t size,
-                               Py_ssize_t value_off, bint keep, int detected, int auto) noexcept:
+cdef inline Template* template_make(TemplateTable* tt, int* prev, const Record* r,
+                                    const unsigned char* event, Py_ssize_t tail, Py_ssize_t size,
+                                    Py_ssize_t value_off, bint keep, int detected,
+                                    int auto) noexcept:
     """The event just read into r, event[:size] (its data at value_off), in a stream of protocol
     detected, becomes a template in the least used slot, or finds its twin; it follows *prev.
-    auto: Template.auto, if the event named its stream's protocol, else -1."""
+    auto: Template.auto, if the event named its stream's protocol, else -1.  Returns the
+    template, whose protocol's effect (items, ends, ends_block) the caller fills in."""
     cdef Template* t = &tt.scratch
     cdef int* expected = template_links(tt, prev[0])
     cdef int slot = 0, i
@@ -411,7 +419,7 @@ cdef inline void template_make(TemplateTable* tt, int* prev, const Record* r,
             if auto >= 0:
                 tt.slots[i].auto = auto
             template_follow(tt, prev, i)
-            return
+            return &tt.slots[i]
     # It takes the place of the template expected here (one finish reason for another): what
     # followed that one likely follows it.
     next[0] = next[1] = -1
@@ -435,6 +443,7 @@ cdef inline void template_make(TemplateTable* tt, int* prev, const Record* r,
     memcpy(&tt.slots[slot], t, <size_t>(<char*>t.bytes - <char*>t) + t.len)
     tt.hashes[slot] = hash
     template_follow(tt, prev, slot)
+    return &tt.slots[slot]
 
 cdef inline Pos template_match(const Template* t, Record* rec, Pos event, Pos end,
                                Py_ssize_t* starts, Py_ssize_t* ends, Py_ssize_t* counts,

@@ -26,9 +26,9 @@ from libc.string cimport memcmp, memset
 from ._cbytes cimport CAP, Pos, Str, buf_append, fastsse_blank_run, fastsse_plain_run, str_append
 from ._json cimport (MAX_INT, _full_capture, _hex, _is_ws, _node_action, _node_element,
                      _short_capture, _unescape, tree_child)
-from ._record cimport (A_DELTA, A_DELTA_TEXT, A_DELTA_THINKING, A_PART_TEXT, A_REASONING, A_REFUSAL, A_SEQ,
+from ._record cimport (A_DELTA, A_DELTA_TEXT, A_DELTA_THINKING, A_ITEM_REFUSAL, A_ITEM_TEXT, A_PART_TEXT, A_REASONING, A_REFUSAL, A_SEQ,
                        A_TEXT, A_TOOL_ARGS, H_ARGS, H_DELTA, H_DELTA_TEXT, H_DELTA_THINKING, H_FREE,
-                       H_NUMBER, H_SEQ, H_SPACE, H_TEXT, V_FALSE, V_NULL, V_NUMBER, V_STRING, V_TRUE, MAX_HOLES, Record,
+                       H_ITEM_REFUSAL, H_ITEM_TEXT, H_NUMBER, H_SEQ, H_SPACE, H_TEXT, V_FALSE, V_NULL, V_NUMBER, V_STRING, V_TRUE, MAX_HOLES, Record,
                        record_begin, record_end, record_scalar)
 
 cdef extern from *:
@@ -71,6 +71,8 @@ cdef inline void note_hole(Cursor* c, Pos s, Pos q, int action) noexcept:
         role = H_DELTA_THINKING
     elif action == A_DELTA:
         role = H_DELTA
+    elif (action == A_ITEM_TEXT or action == A_ITEM_REFUSAL) and r.in_item:
+        role = H_ITEM_TEXT if action == A_ITEM_TEXT else H_ITEM_REFUSAL
     elif action == A_PART_TEXT:
         # free until the part ends and says what its text counts as (record_end)
         role = H_FREE

@@ -14,7 +14,7 @@ from ._cbytes cimport (MAX_CHOICES, MAX_TOOL_CALLS, Buf, Str, StrTable, array_re
                        str_append, str_clear, strtable_fill, strtable_get_str)
 
 cdef enum:
-    MAX_HOLES = 16  # values a replayed event may vary (see _caches)
+    MAX_HOLES = 32  # values a replayed event may vary (see _caches); at most the bits of an unsigned
     LEGACY_CALL_INDEX = -2
 
 # The actions of _protocols.JSON_TREE's nodes (checked against _protocols at import).
@@ -114,7 +114,12 @@ cdef enum:  # HoleRole: what a replayed event's string value counts (A_TEXT.. in
     H_DELTA = 9
     # Responses' sequence_number (A_SEQ): a plain integer, which must be the one expected
     H_SEQ = 10
-    N_ROLES = 11
+    # A whole item's text and refusal (A_ITEM_TEXT, A_ITEM_REFUSAL) in an item that _record's
+    # item_bits reads them for (a message): whether any is not empty is all it reads.  In any
+    # other item they are free.
+    H_ITEM_TEXT = 11
+    H_ITEM_REFUSAL = 12
+    N_ROLES = 13
 
 # The record's own tables, filled from _protocols at import (record_tables_init).
 cdef extern from *:
@@ -188,6 +193,7 @@ ctypedef struct Record:
     int64_t output_index  # -1: not sent
     bint reasoning_tokens  # usage counted reasoning tokens
     bint in_item, item_text, item_refusal  # the item being read
+    int item_holes  # the first hole of the item being read
     int items  # what the event's whole items held: ITEM_* bits
     # json_whole's string values whose bytes do not change what is recorded, except whether
     # they are empty: offsets from the start of the JSON (see _caches.pxd, "Replaying")
@@ -296,6 +302,7 @@ cdef inline void record_begin(Record* r, int action, bint is_object) noexcept:
         r.in_item = True
         r.item_type.len = -1
         r.item_text = r.item_refusal = False
+        r.item_holes = r.n_holes
     elif action == A_CHOICE:
         r.in_choice = True
         memset(&r.choice, 0, sizeof(Choice))
@@ -323,11 +330,16 @@ cdef inline void record_begin(Record* r, int action, bint is_object) noexcept:
 
 cdef inline void record_end(Record* r, int action, bint is_object) noexcept:
     cdef bint reasoning
+    cdef int h
     if not is_object:
         return
     if action == A_ITEM:
         if r.in_item:
             r.items |= item_bits(&r.item_type, r.item_text, r.item_refusal)
+            if output_kind(&r.item_type) != OUT_TEXT:  # its text and refusal count for nothing
+                for h in range(r.item_holes, r.n_holes):
+                    if r.hole_role[h] == H_ITEM_TEXT or r.hole_role[h] == H_ITEM_REFUSAL:
+                        r.hole_role[h] = H_FREE
         r.in_item = False
     elif action == A_CHOICE:
         if r.choice.native.len >= 0 and r.choice.finish.len >= 0:

@@ -977,14 +977,28 @@ cdef class Scanner:
         replay the events that repeat it, or becomes a template, as _handle_event found it
         may."""
         cdef Py_ssize_t size = length + tail
+        cdef Template* t
         if tail == 0 or size > MEMO_MAX_BYTES:
             return 0
         if self.memo_event:
             self._keep(event, tail, size, value_off, -1)
         if self.template_event and not templates_skipped(self.templates):
-            template_make(self.templates, &self.template_prev, &self.rec, event, tail, size,
-                          value_off, self.memo_event, self.detected,
-                          self.detected if self.detecting else -1)
+            t = template_make(self.templates, &self.template_prev, &self.rec, event, tail, size,
+                              value_off, self.memo_event, self.detected,
+                              self.detected if self.detecting else -1)
+            # the rest of its effect, as _note_whole and _responses found it (a function of its
+            # bytes and holes, as the rest is: a twin's is the same)
+            t.items = self.rec.items & ~(ITEM_TEXT | ITEM_REFUSAL)  # those two: by its holes
+            t.ends = t.ends_block = False
+            if self.detected == D_RESPONSES:
+                if self.kind == K_ITEM_DONE:
+                    t.ends_block = True
+                    t.block_index = self.rec.output_index
+                elif self.kind == K_COMPLETED or self.kind == K_INCOMPLETE:
+                    t.ends = True
+                    t.n_choices = 1
+                    t.index[0] = 0
+                    self._terminal_finish(self.kind, &t.finish[0])
         return 0
 
     cdef int _dispatch_data(self, Pos data, Py_ssize_t n) except -1:
@@ -1331,14 +1345,15 @@ cdef class Scanner:
             # start, a part or a text whole, a message added (no delta: the caches replay those;
             # no end, no error; an item whose kind _responses counts holds r.items bits, and an
             # item's text makes the event opaque)
-            if not (self.kind == -1 or self.kind == K_START or (
-                    self.kind == K_ITEM_ADDED and output_kind(&r.item_type) == OUT_TEXT)):
+            if not (self.kind == -1 or self.kind == K_START or self.kind == K_ITEM_DONE
+                    or self.kind == K_COMPLETED or self.kind == K_INCOMPLETE or (
+                        self.kind == K_ITEM_ADDED and output_kind(&r.item_type) == OUT_TEXT)):
                 return False
         elif self.detected != D_CHAT and self.detected != D_GEMINI:
             return False
         if (self.limit is not None or r.error or r.too_many or r.opaque or r.unrepeatable
-                or r.out_of_memory or r.n_tools or r.n_choices > TEMPLATE_CHOICES or r.items
-                or r.n_args or r.block_reason.len >= 0):
+                or r.out_of_memory or r.n_tools or r.n_choices > TEMPLATE_CHOICES or r.n_args
+                or r.block_reason.len >= 0):
             # (a Gemini blockReason ends the stream: such an event is read)
             return False
         for i in range(r.n_choices):
@@ -1395,8 +1410,14 @@ cdef class Scanner:
             self._add_content(counts[H_TEXT], counts[H_REASONING], counts[H_REFUSAL])
             if t.reasoning_tokens:  # (_note_whole)
                 self.hidden_reasoning = True
+            self.items |= (t.items | (ITEM_TEXT if counts[H_ITEM_TEXT] else 0)
+                           | (ITEM_REFUSAL if counts[H_ITEM_REFUSAL] else 0))  # (_note_whole)
             if seq >= 0:  # (_sequence)
                 self.last_seq = seq
+            if t.ends:  # (_responses: a completed or incomplete event; its finish is above)
+                self.end_marker = True
+            if t.ends_block:  # (_responses: an item done)
+                self._end_block(t.block_index)
             if self.detected == D_GEMINI and t.n_choices:
                 # (_choices: each Gemini chunk with candidates says again whether it is the last)
                 self.end_marker = True
@@ -1675,9 +1696,26 @@ cdef class Scanner:
             self.sequence_gap = True
         self.last_seq = seq
 
+    cdef void _terminal_finish(self, int kind, Str* finish) noexcept:
+        """The finish of a completed or incomplete event just read, judged by what it says, not
+        only by its name (see _scanner_py._terminal_reason); absent (len -1): incomplete, and it
+        never said why."""
+        cdef Record* r = &self.rec
+        if r.incomplete_reason.len >= 0:
+            finish[0] = r.incomplete_reason
+        elif r.status.len >= 0 and strtable_get_str(&_r_name_statuses, &r.status) < 0:
+            finish[0] = r.status  # failed, cancelled, in_progress, ...
+        elif kind == K_COMPLETED and not (
+                r.status.len == PyBytes_GET_SIZE(_r_incomplete)
+                and memcmp(r.status.s, PyBytes_AS_STRING(_r_incomplete), r.status.len) == 0):
+            finish.len = 0
+            str_append(finish, PyBytes_AS_STRING(_completed), PyBytes_GET_SIZE(_completed))
+        else:
+            finish.len = -1
+
     cdef int _responses(self, int kind) except -1:
         cdef Record* r = &self.rec
-        cdef Str completed
+        cdef Str finish
         cdef Block* block
         self._sequence()
         if kind == K_TEXT_DELTA:
@@ -1704,21 +1742,9 @@ cdef class Scanner:
             # the item's arguments are whole: its fragments are over and must make one value
             self._end_block(r.output_index)
         elif kind == K_COMPLETED or kind == K_INCOMPLETE:
-            # judged by what it says, not only by its name (see _scanner_py._terminal_reason)
             self.end_marker = True
-            if r.incomplete_reason.len >= 0:
-                self._finish(0, &r.incomplete_reason)
-            elif r.status.len >= 0 and strtable_get_str(&_r_name_statuses, &r.status) < 0:
-                self._finish(0, &r.status)  # failed, cancelled, in_progress, ...
-            elif kind == K_COMPLETED and not (
-                    r.status.len == PyBytes_GET_SIZE(_r_incomplete)
-                    and memcmp(r.status.s, PyBytes_AS_STRING(_r_incomplete), r.status.len) == 0):
-                completed.len = 0
-                str_append(&completed, PyBytes_AS_STRING(_completed), PyBytes_GET_SIZE(_completed))
-                self._finish(0, &completed)
-            else:  # incomplete, and it never said why
-                completed.len = -1
-                self._finish(0, &completed)
+            self._terminal_finish(kind, &finish)
+            self._finish(0, &finish)
         elif kind == K_FAILED:
             self.end_marker = True
             if not r.error:

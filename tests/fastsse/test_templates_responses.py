@@ -1,14 +1,18 @@
 """The compiled twin's templates of Responses events (test_templates.py says how templates work).
 A Responses stream reads in full, once each, its created and in_progress events, the message
-item added, its content part added and done, its text done: events whose rule does nothing but
-follow the stream's sequence numbers.  These become templates; an event that matches one still
-has its sequence number checked (a gap is read, and reported), and the item done and completed
-events, whose items' texts a rule reads, never become templates.  The Python twin reads every
-event; both must agree."""
+item added, its content part added and done, its text done, the item done and the completed
+(or incomplete) event.  These become templates.  Their effect, besides the sequence number that
+a match must still follow (a gap is read, and reported): the item done ends the call arguments
+at its output_index; the completed event ends the stream with the finish its status says; a
+whole message's text and refusal count by whether their holes are empty (an answer given only
+in whole items, or a refusal, changes the verdict).  Deltas are replayed, not templated; an
+event with whole call arguments is read.  The Python twin reads every event; both must agree."""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from .feeding import after, judge
 
@@ -22,15 +26,15 @@ pytestmark = pytest.mark.skipif(_scanner_c is None, reason="compiled twin not bu
 
 CANARY = b"CANARY-0b94d2"
 
+# the events a second stream of the same shapes counts from templates: all but its deltas
+TEMPLATED = 8
 
-def event(kind: bytes, body: bytes, seq: bytes) -> bytes:
-    return b"event: " + kind + b'\ndata: {"type":"' + kind + b'",' + body + b',"sequence_number":' + seq + b"}\n\n"
 
-
-def response(status: bytes, output: bytes, *, rid: bytes, instructions: bytes = b"null", extra: bytes = b"") -> bytes:
+def response(status: bytes, output: bytes, *, rid: bytes, instructions: bytes, reason: bytes | None) -> bytes:
+    details = b'{"reason":"' + reason + b'"}' if reason is not None else b"null"
     return (
         b'"response":{"id":"' + rid + b'","object":"response","created_at":1721348235,"status":"' + status + b'",'
-        b'"error":null,"incomplete_details":' + extra + b'null,"instructions":' + instructions + b',"model":"gpt-4.1",'
+        b'"error":null,"incomplete_details":' + details + b',"instructions":' + instructions + b',"model":"gpt-4.1",'
         b'"output":[' + output + b'],"temperature":1.0,"usage":null}'
     )
 
@@ -38,43 +42,52 @@ def response(status: bytes, output: bytes, *, rid: bytes, instructions: bytes = 
 def stream(
     texts=(b"Hello", b" world"),
     *,
+    whole: bytes | None = None,
+    content_type: bytes = b"output_text",
     rid: bytes = b"resp_1",
     item: bytes = b"msg_1",
     status: bytes = b"completed",
+    reason: bytes | None = None,
     seqs=None,
     instructions: bytes = b"null",
     added_item: bytes | None = None,
+    before_done=(),
+    after_item=(),
 ) -> bytes:
-    """A Responses stream of one message, its numbers 0, 1, 2, ... unless seqs says otherwise."""
-    whole = b"".join(texts)
-    message = b'{"id":"' + item + b'","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"text":"' + whole + b'"}],"role":"assistant"}'  # fmt: skip
+    """A Responses stream of one message: its text deltas, then its text whole (the deltas'
+    unless whole says otherwise) in the done events; its numbers 0, 1, 2, ... unless seqs says
+    otherwise; before_done, after_item: (type, body) events before the text done, after the
+    item done."""
+    whole = b"".join(texts) if whole is None else whole
+    key = b"refusal" if content_type == b"refusal" else b"text"
+    content = b'{"type":"' + content_type + b'","annotations":[],"' + key + b'":"' + whole + b'"}'
+    message = b'{"id":"' + item + b'","type":"message","status":"completed","content":[' + content + b'],"role":"assistant"}'  # fmt: skip
     added = (
         added_item or b'{"id":"' + item + b'","type":"message","status":"in_progress","content":[],"role":"assistant"}'
     )
     part = b'"item_id":"' + item + b'","output_index":0,"content_index":0'
+    start = response(b"in_progress", b"", rid=rid, instructions=instructions, reason=None)
+    end = response(status, message, rid=rid, instructions=instructions, reason=reason)
     bodies = [
-        (b"response.created", response(b"in_progress", b"", rid=rid, instructions=instructions)),
-        (b"response.in_progress", response(b"in_progress", b"", rid=rid, instructions=instructions)),
+        (b"response.created", start),
+        (b"response.in_progress", start),
         (b"response.output_item.added", b'"output_index":0,"item":' + added),
         (b"response.content_part.added", part + b',"part":{"type":"output_text","annotations":[],"text":""}'),
     ]
     bodies += [(b"response.output_text.delta", part + b',"delta":"' + text + b'"') for text in texts]
+    bodies += list(before_done)
     bodies += [
         (b"response.output_text.done", part + b',"text":"' + whole + b'"'),
-        (
-            b"response.content_part.done",
-            part + b',"part":{"type":"output_text","annotations":[],"text":"' + whole + b'"}',
-        ),
+        (b"response.content_part.done", part + b',"part":' + content),
         (b"response.output_item.done", b'"output_index":0,"item":' + message),
-        (b"response.completed", response(status, message, rid=rid, instructions=instructions)),
+        *after_item,
+        (b"response.incomplete" if status == b"incomplete" else b"response.completed", end),
     ]
     seqs = seqs if seqs is not None else [b"%d" % i for i in range(len(bodies))]
-    return b"".join(event(kind, body, seq) for (kind, body), seq in zip(bodies, seqs, strict=True))
-
-
-# the events a second stream of the same shapes counts from templates: created, in_progress,
-# the item and the part added, the text and the part done
-TEMPLATED = 6
+    return b"".join(
+        b"event: " + kind + b'\ndata: {"type":"' + kind + b'",' + body + b',"sequence_number":' + seq + b"}\n\n"
+        for (kind, body), seq in zip(bodies, seqs, strict=True)
+    )
 
 
 @pytest.mark.parametrize("protocol", ["responses", "auto"])
@@ -86,27 +99,74 @@ def test_a_stream_of_the_same_shapes_is_counted_from_templates(protocol):
     assert templated == TEMPLATED
 
 
-@pytest.mark.parametrize("status, category", [(b"completed", "complete"), (b"failed", "upstream_error")])
-def test_the_completed_event_is_never_a_template(status, category):
-    verdict, templated = after(stream(), stream(status=status), "responses")
-    assert verdict.category == category and templated == TEMPLATED
-    assert not any(b"response.completed" in kept for kept in _scanner_c.default_caches.template_bytes())
-    assert not any(b"response.output_item.done" in kept for kept in _scanner_c.default_caches.template_bytes())
+@pytest.mark.parametrize(
+    "status, reason, category, templated",
+    [
+        (b"completed", None, "complete", TEMPLATED),
+        (b"incomplete", b"max_output_tokens", "truncated_length", TEMPLATED),
+        (b"incomplete", b"content_filter", "content_filtered", TEMPLATED),
+        (b"incomplete", None, "missing_finish_reason", TEMPLATED),
+        (b"failed", None, "upstream_error", TEMPLATED),
+        (b"in_progress", None, "upstream_error", TEMPLATED),
+    ],
+)
+def test_the_terminal_event_says_its_finish_from_a_template(status, reason, category, templated):
+    # the first stream ends the same way, so the terminal event of the second is a template's
+    first = stream([b"a"], status=status, reason=reason)
+    verdict, counted = after(first, stream([b"x", b"y"], status=status, reason=reason, rid=b"r2"), "responses")
+    assert verdict.category == category and counted == templated
+    # and another status than the template's is read
+    verdict, counted = after(stream(), stream(status=status, reason=reason), "responses")
+    assert verdict.category == category and counted == (TEMPLATED if status == b"completed" else TEMPLATED - 1)
 
 
 def test_a_cut_after_templated_events_is_a_cut():
     second = stream([b"x"])
-    cut = second[: second.index(b"event: response.output_item.done")]
-    verdict, templated = after(stream(), cut, "responses")
-    assert verdict.category == "no_end_marker" and templated == TEMPLATED
+    for cut_before in (b"event: response.output_item.done", b"event: response.completed"):
+        verdict, templated = after(stream(), second[: second.index(cut_before)], "responses")
+        assert verdict.category == "no_end_marker"
 
 
 @pytest.mark.parametrize(
-    "at, number",
-    [(1, b"5"), (1, b"0"), (2, b"1"), (3, b"9"), (5, b"4"), (6, b"3")],
+    "texts, whole, category",
+    [
+        ((b"a",), b"a", "complete"),
+        ((), b"said only whole", "complete"),  # no delta: the whole items are the answer
+        ((), b"", "empty_output"),
+    ],
 )
+def test_a_whole_message_text_counts_by_its_hole(texts, whole, category):
+    for first in (stream([b"Hi"]), stream([], whole=b"")):
+        verdict, templated = after(first, stream(texts, whole=whole, rid=b"r2"), "responses")
+        assert verdict.category == category and templated == TEMPLATED
+
+
+@pytest.mark.parametrize("refusal, category", [(b"I cannot help with that", "content_filtered"), (b"", "empty_output")])
+def test_a_whole_message_refusal_counts_by_its_hole(refusal, category):
+    first = stream([], whole=b"no", content_type=b"refusal")
+    verdict, templated = after(first, stream([], whole=refusal, content_type=b"refusal", rid=b"r2"), "responses")
+    assert verdict.category == category and templated >= TEMPLATED - 2
+
+
+def test_the_item_done_ends_the_arguments_at_its_index():
+    # argument deltas at the message's output_index (a stream no API sends, but a stream that
+    # could arrive): the item done ends them, and their JSON must be whole
+    def args(piece: bytes) -> tuple:
+        body = b'"item_id":"msg_1","output_index":0,"delta":"' + piece + b'","obfuscation":"ab"'
+        return (b"response.function_call_arguments.delta", body)
+
+    for pieces, category in (([b'{\\"a\\":', b"1}"], "complete"), ([b'{\\"a\\":'], "tool_call_malformed")):
+        verdict, templated = after(stream(), stream(before_done=[args(p) for p in pieces]), "responses")
+        assert verdict.category == category and templated == TEMPLATED
+    # ended there, arguments sent at the same index after it are a new value, whole on its own
+    second = stream(before_done=[args(b'{\\"a\\":1}')], after_item=[args(b'{\\"b\\":2}')])
+    verdict, templated = after(stream(), second, "responses")
+    assert verdict.category == "complete" and templated == TEMPLATED
+
+
+@pytest.mark.parametrize("at, number", [(1, b"5"), (1, b"0"), (2, b"1"), (3, b"9"), (7, b"4"), (8, b"3"), (9, b"20")])
 def test_a_templated_event_whose_number_does_not_follow_is_a_gap(at, number):
-    # the event at index `at` says `number` where `at` was due (index 4 and 5 are deltas)
+    # the event at index `at` says `number` where `at` was due (4 and 5 are deltas)
     seqs = [b"%d" % i for i in range(10)]
     seqs[at] = number
     verdict, templated = after(stream(), stream(seqs=seqs), "responses")
@@ -123,7 +183,7 @@ def test_a_number_that_is_not_plain_is_read(number):
     assert templated < TEMPLATED
 
 
-def test_items_whose_kind_counts_are_read():
+def test_items_whose_kind_counts_are_read_where_added():
     # an item added that is a call or reasoning counts for the verdict (_count_kind): read
     call = b'{"id":"fc_1","type":"function_call","status":"in_progress","arguments":"","call_id":"c","name":"f"}'
     reasoning = b'{"id":"rs_1","type":"reasoning","summary":[]}'
@@ -144,7 +204,69 @@ def test_responses_chat_and_auto_scanners_of_the_same_bytes_keep_their_own_templ
 
 def test_templates_keep_no_payload():
     data = stream([CANARY, CANARY], rid=CANARY, item=CANARY, instructions=b'"' + CANARY + b'"')
+    refusal = stream([], whole=CANARY, content_type=b"refusal", rid=CANARY)
     for protocol in ("responses", "auto"):
-        judge(_scanner_c, data, protocol)
-        kept = _scanner_c.default_caches.template_bytes()
-        assert len(kept) == TEMPLATED and not any(CANARY in template for template in kept)
+        for stream_data in (data, refusal):
+            judge(_scanner_c, stream_data, protocol)
+            kept = _scanner_c.default_caches.template_bytes()
+            assert kept and not any(CANARY in template for template in kept)
+
+
+@pytest.mark.parametrize("thought", [b"thinking it over", b""])
+def test_a_text_outside_a_message_counts_for_nothing(thought):
+    # a reasoning item's own text is no answer: an empty message after it is empty output,
+    # whatever the reasoning said (its hole is free, not a message's text)
+    reasoning = b'{"id":"rs_1","type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"%s"}]}'
+    events = [
+        (b"response.output_item.added", b'"output_index":1,"item":' + reasoning % b""),
+        (b"response.output_item.done", b'"output_index":1,"item":' + reasoning % thought),
+    ]
+    first = stream([b"a"], before_done=[(kind, body.replace(b"%s", b"x")) for kind, body in events])
+    second = stream([], whole=b"", before_done=events)
+    verdict, templated = after(first, second, "responses")
+    assert verdict.category == "empty_output" and templated == TEMPLATED + 1
+
+
+# ------------------------------------------------------------------------------ generated
+text = st.one_of(
+    st.sampled_from([b"", b"a", b"\\n", b"\\u00e9", b'\\"', b"\\x", b'"', b"\n", b"\r"]),
+    st.binary(max_size=10),
+    st.text(max_size=6).map(str.encode),
+)
+
+
+@st.composite
+def generated_stream(draw) -> bytes:
+    texts = draw(st.lists(text, max_size=3))
+    data = stream(
+        texts,
+        whole=draw(st.one_of(st.none(), text)),
+        content_type=draw(st.sampled_from([b"output_text", b"output_text", b"refusal"])),
+        rid=draw(st.sampled_from([b"resp_1", b"resp_2", b""])),
+        status=draw(st.sampled_from([b"completed", b"completed", b"incomplete", b"failed"])),
+        reason=draw(st.sampled_from([None, b"max_output_tokens"])),
+        instructions=draw(st.sampled_from([b"null", b'"be brief"'])),
+    )
+    if draw(st.booleans()):  # a number changed, or a cut
+        seqs = data.split(b'"sequence_number":')
+        at = draw(st.integers(1, len(seqs) - 1))
+        number = draw(st.sampled_from([b"0", b"1", b"7", b"01", b"-1", b"99"]))
+        seqs[at] = number + seqs[at].lstrip(b"0123456789")
+        data = b'"sequence_number":'.join(seqs)
+    if draw(st.booleans()):
+        data = data[: draw(st.integers(0, len(data)))]
+    return data
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(generated_stream(), min_size=2, max_size=6),
+    st.sampled_from(["responses", "auto", "chat"]),
+    st.randoms(use_true_random=False),
+)
+def test_twins_agree_on_streams_judged_one_after_another(streams, protocol, rng):
+    _scanner_c.default_caches.clear()
+    for data in streams:
+        cut = sorted(rng.sample(range(len(data)), min(len(data), rng.randint(0, 3))))
+        pieces = [data[a:b] for a, b in zip([0, *cut], [*cut, len(data)], strict=True)]
+        assert judge(_scanner_c, data, protocol, pieces)[0] == _scanner_py.scan(data, protocol)
