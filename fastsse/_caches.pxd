@@ -39,11 +39,14 @@ read (Memo.op) and what it counts as (Memo.slot) are worked out when the event i
 Templates.  Replaying needs an event read in full first: in a chat stream, its role chunk,
 first content chunk, finish chunk and usage chunk are each the first of their shape, and the
 next stream of the same model sends the same four shapes again (a Gemini stream: its first
-text chunk, first thought chunk and last chunk).  So a chat or Gemini event read in place
+text chunk, first thought chunk and last chunk; a Responses stream: its created, in_progress,
+item and part events and its completed).  So a chat, Gemini or Responses event read in place
 whose effect the scanner can repeat without the Record (choices registered with their finish
-reasons, the model, whether usage counted reasoning tokens, counters; no tool call, no error,
-no blockReason) also becomes a ``Template``: its bytes with every hole's value cut out, and its
-effect.  An event that equals a template outside the holes, with a valid JSON string or number
+reasons, the model, whether usage counted reasoning tokens, what whole items held, counters;
+Responses: the sequence number, which must follow, the end of a call's arguments, the stream's
+end and finish; no tool call or arguments, no error, no blockReason, no delta) also becomes a
+``Template``: its bytes with every hole's value cut out, and its effect.  A template belongs
+to the protocol of the stream that made it (``Template.detected``).  An event that equals a template outside the holes, with a valid JSON string or number
 in each hole, would be read into the same Record but for the counters, so the scanner applies
 the template's effect, through the functions a read event's effect goes through, instead of
 reading it; the rules of the stream's own protocol finish it (a Gemini chunk with candidates
