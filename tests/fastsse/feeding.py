@@ -75,3 +75,16 @@ def after(first: bytes, second: bytes, protocol: str = "chat", **limits):
         if name == "whole":
             templated = scanner.templated
     return expected, templated
+
+
+def judged_in_turn(streams, protocol: str, rng) -> None:
+    """Judge streams one after another, from empty templates, each cut at up to three random
+    points: the compiled verdicts must equal the Python twin's."""
+    from fastsse import _scanner as compiled
+    from fastsse import _scanner_py as python
+
+    compiled.default_caches.clear()
+    for data in streams:
+        cut = sorted(rng.sample(range(len(data)), min(len(data), rng.randint(0, 3))))
+        pieces = [data[a:b] for a, b in zip([0, *cut], [*cut, len(data)], strict=True)]
+        assert judge(compiled, data, protocol, pieces)[0] == python.scan(data, protocol)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .feeding import after, chunkings, judge
+from .feeding import after, chunkings, judge, judged_in_turn
 
 try:
     from fastsse import _scanner as _scanner_c
@@ -409,11 +409,7 @@ generated_stream = st.builds(
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(generated_stream, min_size=2, max_size=6), st.randoms(use_true_random=False))
 def test_twins_agree_on_streams_judged_one_after_another(streams, rng):
-    _scanner_c.default_caches.clear()
-    for data in streams:
-        cut = sorted(rng.sample(range(len(data)), min(len(data), rng.randint(0, 3))))
-        pieces = [data[a:b] for a, b in zip([0, *cut], [*cut, len(data)], strict=True)]
-        assert judge(_scanner_c, data, "chat", pieces)[0] == _scanner_py.scan(data, "chat")
+    judged_in_turn(streams, "chat", rng)
 
 
 def test_templates_back_off_when_they_do_not_pay_and_come_back():

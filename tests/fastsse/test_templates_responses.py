@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .feeding import after, judge
+from .feeding import after, judge, judged_in_turn
 
 try:
     from fastsse import _scanner as _scanner_c
@@ -265,8 +265,4 @@ def generated_stream(draw) -> bytes:
     st.randoms(use_true_random=False),
 )
 def test_twins_agree_on_streams_judged_one_after_another(streams, protocol, rng):
-    _scanner_c.default_caches.clear()
-    for data in streams:
-        cut = sorted(rng.sample(range(len(data)), min(len(data), rng.randint(0, 3))))
-        pieces = [data[a:b] for a, b in zip([0, *cut], [*cut, len(data)], strict=True)]
-        assert judge(_scanner_c, data, protocol, pieces)[0] == _scanner_py.scan(data, protocol)
+    judged_in_turn(streams, protocol, rng)
