@@ -46,10 +46,10 @@ reasons, the model, whether usage counted reasoning tokens, what whole items hel
 Responses: the sequence number, which must follow, the end of a call's arguments, the stream's
 end and finish; no tool call or arguments, no error, no blockReason, no delta) also becomes a
 ``Template``: its bytes with every hole's value cut out, and its effect.  A template belongs
-to the protocol of the stream that made it (``Template.detected``).  An event that equals a template outside the holes, with a valid JSON string or number
-in each hole, would be read into the same Record but for the counters, so the scanner applies
-the template's effect, through the functions a read event's effect goes through, instead of
-reading it; the rules of the stream's own protocol finish it (a Gemini chunk with candidates
+to the protocol of the stream that made it (``Template.detected``).  An event that equals a
+template outside the holes, with a valid JSON string or number in each hole, would be read
+into the same Record but for the counters, so the scanner applies the template's effect,
+through the functions a read event's effect goes through, instead of reading it; the rules of the stream's own protocol finish it (a Gemini chunk with candidates
 says again whether the stream is over).  A template keeps only names (keys, the model, finish
 reasons): an event with any other value that is not a hole (too many holes, or text a rule
 reads) makes none.  The protocol an auto stream's first event names is a function of its bytes

@@ -1341,10 +1341,10 @@ cdef class Scanner:
         cdef Record* r = &self.rec
         cdef int i
         if self.detected == D_RESPONSES:
-            # an event whose rule (_responses) does nothing but follow its sequence number: a
-            # start, a part or a text whole, a message added (no delta: the caches replay those;
-            # no end, no error; an item whose kind _responses counts holds r.items bits, and an
-            # item's text makes the event opaque)
+            # an event whose effect a template keeps (_keep_event): a start, a part or a text
+            # whole, a message added, an item done, the completed or incomplete event (no delta:
+            # the caches replay those; no failure, no error; an item added whose kind
+            # _responses counts is read)
             if not (self.kind == -1 or self.kind == K_START or self.kind == K_ITEM_DONE
                     or self.kind == K_COMPLETED or self.kind == K_INCOMPLETE or (
                         self.kind == K_ITEM_ADDED and output_kind(&r.item_type) == OUT_TEXT)):
