@@ -18,7 +18,7 @@ else:
                 "fastsse._scanner",
                 ["fastsse/_scanner.pyx"],
                 # the layers it cimports (fastsse/*.pxd) compile into it; Cython tracks them
-                depends=["fastsse/_simd.h", "fastsse/_eventstream.h"],
+                depends=["fastsse/_simd.h", "fastsse/_eventstream.h", "fastsse/_replay.h"],
                 include_dirs=["fastsse"],
                 extra_compile_args=["-O3", "--param=max-inline-insns-single=1000"],
             )

@@ -34,7 +34,12 @@ last number, or the event is read and the gap reported.  An SSE event kept may s
 prelude and CRCs (they change with the payload's length), and a repeat is compared only once
 both its CRCs are checked; an InvokeModel chunk's event is kept as decoded from its base64 (the
 base64 of a repeat differs throughout), and a repeat is compared once decoded.  How each hole is
-read (Memo.op) and what it counts as (Memo.slot) are worked out when the event is kept.
+read (Memo.op) and what it counts as (Memo.slot) are worked out when the event is kept, and
+settled at its first replay (memo_settle): a free value that came again becomes bytes to
+compare, a free string that came as wide (Ollama's created_at) is taken as wide (HOP_FIXED).
+An event whose holes are then all strings, one of them taken as wide, is plain: its repeats are
+counted in runs by a C loop (``_replay.h``, replay_run), which leaves anything it cannot take
+(a stamp of another width, a control byte) to memo_match, which reads such a hole as a string.
 
 Templates.  Replaying needs an event read in full first: in a chat stream, its role chunk,
 first content chunk, finish chunk and usage chunk are each the first of their shape, and the
@@ -98,12 +103,27 @@ cdef enum:
 
 # ---------------------------------------------------------------------------- replaying
 
+cdef extern from "_replay.h":
+    cdef enum:
+        # how memo_match reads a hole (Memo.op), besides those below: a free string that held
+        # another value as wide as the kept one at the first replay (a time stamp).  replay_run
+        # looks at its bytes as it copies them into the kept event, which it then compares
+        # across them in one pass; memo_match reads it as a string.
+        HOP_FIXED "FASTSSE_HOP_FIXED"
+    const unsigned char* replay_run "fastsse_replay_run"(
+        unsigned char* t, Py_ssize_t len, Py_ssize_t tail, int n, const Py_ssize_t* start,
+        const Py_ssize_t* end, const unsigned char* op, const unsigned char* slot,
+        const unsigned char* q, const unsigned char* stop, Py_ssize_t bound,
+        const unsigned char** ahead, Py_ssize_t ahead_by, const unsigned char* unescape,
+        const signed char* hex, Py_ssize_t* events, Py_ssize_t* counts) noexcept nogil
+
 cdef enum:  # how memo_match reads a hole (Memo.op)
     HOP_STRING = 0  # a string
     HOP_NUMBER = 1
     HOP_SPACE = 2  # spaces and tabs
     HOP_ARGS = 3  # a tool call's arguments, read in any case: they go to the JSON check
     HOP_SEQ = 4  # a sequence number, read in any case: the caller checks it
+    #            (5: HOP_FIXED, above)
     HOP_TRY = 8  # with one of the first three: the kept value is tried first
     COUNTED = 4  # what memo_match counts: text, reasoning, refusal, and a slot for the rest
 
@@ -120,6 +140,12 @@ ctypedef struct Memo:  # the event a stream keeps to replay the ones that repeat
     #                                1 reasoning, 2 refusal, 3 nothing (count_as)
     Py_ssize_t base[COUNTED]  # text, reasoning, refusal counted outside its holes (content parts)
     bint fresh  # not replayed yet: holes that repeat their value become bytes to compare
+    unsigned same_width  # the holes that held a string as wide as the kept one (first replay)
+    # replayed, every hole a string (HOP_STRING, HOP_FIXED; one HOP_FIXED at least), no call
+    # fragment, no argument delta, no sequence number: its repeats are counted in runs
+    # (replay_run), those the run leaves by memo_match
+    bint plain
+    Py_ssize_t run_hits, run_misses  # repeats the runs counted, and those they left (memo_missed)
     # the roles whose holes count as text, reasoning and refusal (-1: none): H_TEXT.. in a
     # chat event, its deltas' (H_DELTA_*, H_DELTA) in the others; set before memo_set
     int count_as[3]
@@ -138,6 +164,8 @@ cdef inline int memo_set(Memo* m, const unsigned char* event, Py_ssize_t size, P
     outside them (m.tool and m.count_as are the caller's)."""
     cdef int h, k
     m.fresh = True
+    m.plain = False
+    m.same_width = 0
     m.event.len = 0
     buf_append(&m.event, <const char*>event, size)
     m.tail = tail
@@ -194,7 +222,8 @@ cdef inline Pos memo_match(Memo* m, Record* rec, Pos q, Pos end, Py_ssize_t* cou
     """The end of the event at q if it repeats the kept one before end, its blank line
     included; else NULL.  Fills what it counts (counts[:COUNTED], by Memo.slot), the holes that
     held the kept value again (same), its tool call arguments (args[:args_width], or as
-    read_args left them in rec.captured), and its sequence number (seq, if m.seq)."""
+    read_args left them in rec.captured), and its sequence number (seq, if m.seq).  A
+    HOP_FIXED hole is read as a string: replay_run takes the events whose value is as wide."""
     cdef Pos t = <Pos>m.event.p
     cdef Pos close
     cdef Py_ssize_t tpos = 0, seg, width
@@ -220,8 +249,10 @@ cdef inline Pos memo_match(Memo* m, Record* rec, Pos q, Pos end, Py_ssize_t* cou
                 close = q + width
             else:
                 op &= ~HOP_TRY
-                if op == HOP_STRING:
+                if op == HOP_STRING or op == HOP_FIXED:
                     close = skip_string(rec, q, end, 0)
+                    if close - q == width:  # (the first replay's, for memo_settle)
+                        m.same_width |= 1u << h
                 elif op == HOP_NUMBER:
                     close = skip_number(q, end)
                 elif op == HOP_SPACE:
@@ -245,9 +276,12 @@ cdef inline Pos memo_match(Memo* m, Record* rec, Pos q, Pos end, Py_ssize_t* cou
 
 cdef inline void memo_settle(Memo* m, unsigned same) noexcept:
     """After the first replay: a free hole that held the kept value again (the chunk id, the
-    system fingerprint) is compared as bytes from now on, one comparison fewer; a hole that
-    held another value (the text, the padding) is read without trying the kept one."""
+    system fingerprint) is compared as bytes from now on, one comparison fewer; a free string
+    that held another value as wide (a time stamp) is taken as wide from now on (HOP_FIXED); a
+    hole that held another value (the text, the padding) is read without trying the kept
+    one."""
     cdef int h, kept = 0
+    cdef bint fixed = False
     m.fresh = False
     for h in range(m.n_holes):
         if (m.role[h] == H_FREE or m.role[h] == H_NUMBER or m.role[h] == H_SPACE) and same & (1u << h):
@@ -257,8 +291,32 @@ cdef inline void memo_settle(Memo* m, unsigned same) noexcept:
         m.role[kept] = m.role[h]
         m.slot[kept] = m.slot[h]
         m.op[kept] = m.op[h] if same & (1u << h) else m.op[h] & ~HOP_TRY
+        if m.role[h] == H_FREE and m.op[kept] == HOP_STRING and m.same_width & (1u << h):
+            m.op[kept] = HOP_FIXED
+            fixed = True
         kept += 1
     m.n_holes = kept
+    # (an event without such a hole gains nothing from runs: memo_match reads it as fast)
+    m.plain = fixed and not (m.tool or m.block or m.seq)
+    m.run_hits = m.run_misses = 0
+    for h in range(kept):
+        m.plain &= m.op[h] == HOP_STRING or m.op[h] == HOP_FIXED
+    for h in range(kept):
+        if m.op[h] == HOP_FIXED and not m.plain:
+            m.op[h] = HOP_STRING
+
+cdef inline void memo_missed(Memo* m) noexcept:
+    """A repeat that replay_run left to memo_match: a free string of another width, mostly (Go's
+    time stamps drop trailing zeros: one in ten is narrower).  When that is not rare (a value
+    as wide as the kept one at the first replay by chance: padding), the event stops being
+    plain: its holes are read as strings, one event at a time."""
+    cdef int h
+    m.run_misses += 1
+    if m.run_misses * 8 > m.run_hits + 64:
+        m.plain = False
+        for h in range(m.n_holes):
+            if m.op[h] == HOP_FIXED:
+                m.op[h] = HOP_STRING
 
 cdef inline void record_base(const Record* r, Py_ssize_t* base) noexcept:
     """What the event just read counted per choice role outside its holes (content parts)."""

@@ -35,7 +35,8 @@ from ._cbytes cimport (CAP, MAX_CHOICES, MAX_DEPTH, MAX_TOOL_CALLS, Pos, Str, St
                        strtable_get_str)
 from ._caches cimport (COUNTED, JUDGED, MEMO_FINISHES, MEMO_MAX_BYTES, SPARE_MEMOS, TEMPLATE_CHOICES, TEMPLATES, Judged,
                        Memo, Template, TemplateTable, judged_same, memo_match, memo_set,
-                       memo_settle, record_base, template_follow, template_links, template_make,
+                       memo_missed, memo_settle, record_base, replay_run, template_follow, template_links,
+                       template_make,
                        template_match, templates_clear, templates_paid, templates_skipped)
 from ._eventstream cimport (CRC_BYTES, H_ERROR_CODE, H_EVENT_TYPE, H_EXCEPTION_TYPE,
                             H_MESSAGE_TYPE, MIN_FRAME_BYTES, N_HEADERS, PRELUDE_BYTES, Span,
@@ -44,7 +45,7 @@ from ._framing cimport (CR, F_DATA, F_ERROR, F_EVENT, F_OTHER, LF, Framing, Line
                         data_value_offset, event_tail, framing_idle, framing_start, line_end,
                         line_next, search_init, split_field)
 from ._json cimport (KEY_SLOTS, S_ERROR, Json, json_done, json_feed, json_finish, json_finish_args,
-                     json_init, json_new, json_tables_init)
+                     json_init, json_new, json_tables_init, _hex, _unescape)
 from ._json_fast cimport json_fast_tables_init, json_whole
 from ._record cimport *  # the event record, its actions (all checked below) and hole roles
 
@@ -1142,8 +1143,16 @@ cdef class Scanner:
         not know starts."""
         cdef Py_ssize_t start
         while True:
-            if self.memo.event.len:
+            while self.memo.event.len:
+                # a plain event's repeats in runs; between runs, _replay takes the one a run
+                # left if it is a repeat after all (a time stamp of another width), and returns
+                # to the run (any other event's repeats it counts to the last)
+                if self.memo.plain:
+                    pos = self._replay_run(p, pos, p + n)
+                start = pos
                 pos = self._replay(p, pos, n)
+                if pos == start or not self.memo.plain:
+                    break
             if ((self.detected != D_CHAT and self.detected != D_GEMINI
                     and self.detected != D_RESPONSES and self.detected != D_NONE)
                     or self.framing != FR_SSE or pos >= n):
@@ -1283,7 +1292,8 @@ cdef class Scanner:
 
     cdef Py_ssize_t _replay(self, Pos p, Py_ssize_t pos, Py_ssize_t n) except -1:
         """Count every event from p[pos] on that repeats the kept one; return where the first
-        event that does not starts."""
+        event that does not starts (a plain kept event's: after one repeat, which its run left;
+        _repeats goes back to the run)."""
         cdef Pos end = p + n
         cdef Pos q
         cdef Pos args = NULL
@@ -1326,6 +1336,35 @@ cdef class Scanner:
                 self._feed_args(args_json, args, args_width)
             self._count_replayed(counts, same)
             pos = q - p
+            if self.memo.plain:
+                memo_missed(&self.memo)  # a repeat the run left
+                if self.memo.plain:
+                    return pos  # back to the run (_repeats)
+
+    cdef Py_ssize_t _replay_run(self, Pos p, Py_ssize_t pos, Pos end) except -1:
+        """The events from p[pos] on that repeat a plain kept event (Memo.plain), counted in one
+        run as _replay would count them one by one; returns where the first one it left
+        starts (_replay looks at it next)."""
+        cdef Pos ahead = p + pos + PREFETCH_AHEAD  # the next cache line to ask for
+        cdef Py_ssize_t counts[COUNTED]
+        cdef Py_ssize_t replayed
+        cdef Pos q
+        cdef Py_ssize_t bound = min(self.max_line_bytes, self.max_event_bytes)  # (as _replay's)
+        memset(counts, 0, COUNTED * sizeof(Py_ssize_t))
+        q = replay_run(<unsigned char*>self.memo.event.p, self.memo.event.len, self.memo.tail,
+                       self.memo.n_holes, self.memo.start, self.memo.end, self.memo.op,
+                       self.memo.slot, p + pos, end, bound, &ahead, PREFETCH_AHEAD, _unescape,
+                       _hex, &replayed, counts)
+        if replayed:
+            self.events += replayed  # (_replay and _count_replayed, for each of them)
+            self.replayed += replayed
+            self._add_content(self.memo.base[0] * replayed + counts[0],
+                              self.memo.base[1] * replayed + counts[1],
+                              self.memo.base[2] * replayed + counts[2])
+            if self.memo.reopens:
+                self.end_marker = False
+            self.memo.run_hits += replayed
+        return q - p
 
     cdef int _feed_args(self, Json* check, Pos s, Py_ssize_t n) except -1:
         """A replayed fragment's arguments, the JSON string content s[:n] (as read_args left

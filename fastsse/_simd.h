@@ -63,6 +63,31 @@ static inline ptrdiff_t fastsse_last_stop(const unsigned char *p, ptrdiff_t n) {
     return -1;
 }
 
+/* Whether p[0:n] holds no '"', no '\\' and no byte below 0x20 (a JSON string's content that
+   needs no attention), copying it to dst[0:n] as it looks. */
+static inline int fastsse_plain_copy(unsigned char *dst, const unsigned char *p, ptrdiff_t n) {
+#if defined(__SSE2__)
+    if (n >= 16) {
+        __m128i head = _mm_loadu_si128((const __m128i *)p);
+        __m128i tail = _mm_loadu_si128((const __m128i *)(p + n - 16));
+        int mask = fastsse_stop_mask(p) | fastsse_stop_mask(p + n - 16);
+        for (ptrdiff_t i = 16; i < n - 16; i += 16) {
+            mask |= fastsse_stop_mask(p + i);
+            _mm_storeu_si128((__m128i *)(dst + i), _mm_loadu_si128((const __m128i *)(p + i)));
+        }
+        _mm_storeu_si128((__m128i *)dst, head);
+        _mm_storeu_si128((__m128i *)(dst + n - 16), tail);
+        return mask == 0;
+    }
+#endif
+    for (ptrdiff_t i = 0; i < n; i++) {
+        if (fastsse_is_stop(p[i]))
+            return 0;
+        dst[i] = p[i];
+    }
+    return 1;
+}
+
 /* Whether a[0:n] and b[0:n] hold the same bytes: memcmp for the short runs that replaying an
    event compares, inline and without ordering the bytes. */
 static inline int fastsse_equal(const unsigned char *a, const unsigned char *b, ptrdiff_t n) {
@@ -113,6 +138,14 @@ static inline ptrdiff_t fastsse_blank_run(const unsigned char *p, ptrdiff_t n) {
 static inline void fastsse_prefetch(const unsigned char *p, ptrdiff_t n) {
     for (ptrdiff_t i = 0; i < n; i += 64)
         __builtin_prefetch(p + i);
+}
+
+/* Ask for the cache lines from *ahead up to `to` to be brought into the cache ahead of their
+   reading, each once: *ahead moves to where the next request starts.  (A hint: the lines may
+   be past the end of the data, prefetching never faults.) */
+static inline void fastsse_prefetch_upto(const unsigned char **ahead, const unsigned char *to) {
+    for (; *ahead < to; *ahead += 64)
+        __builtin_prefetch(*ahead);
 }
 
 #endif

@@ -290,10 +290,16 @@ def test_responses_argument_deltas_after_their_item_ended():
 
 
 def o_line(
-    text: bytes = b"hi", stamp: int = 0, key: bytes = b"content", end: bytes = b"\n", done: bytes = b"false"
+    text: bytes = b"hi",
+    stamp: int | bytes = 0,
+    key: bytes = b"content",
+    end: bytes = b"\n",
+    done: bytes = b"false",
 ) -> bytes:
+    """A line whose created_at is 2025-12-01T12:00:00.<stamp's nine digits>Z, or the given bytes."""
+    stamp = b"2025-12-01T12:00:00.%09dZ" % stamp if isinstance(stamp, int) else stamp
     return (
-        b'{"model":"qwen3:8b","created_at":"2025-12-01T12:00:00.%09dZ","message":{"role":"assistant","%s":"%s"},"done":%s}'
+        b'{"model":"qwen3:8b","created_at":"%s","message":{"role":"assistant","%s":"%s"},"done":%s}'
         % (stamp, key, text, done)
     ) + end
 
@@ -339,6 +345,79 @@ def test_ollama_last_line_without_its_newline():
     lines = [o_line(b"w", i) for i in range(6)]
     verdict, _ = agree(b"".join(lines) + o_done().rstrip(b"\n"), "ollama")
     assert verdict.category == "complete"
+
+
+# A free string as wide at the first replay as the kept one (Ollama's created_at) is taken as
+# wide from then on: its bytes are looked at as they are copied into the kept line, which is
+# compared across it.  A time stamp of another width (Go drops a fraction's trailing zeros), or
+# with a byte a string may not hold plain, must be read as any string is.
+
+
+def test_ollama_time_stamps_as_wide_are_replayed():
+    lines = [o_line(b"w%d" % i, 10**8 + i) for i in range(40)]
+    verdict, replayed = agree(b"".join(lines) + o_done(), "ollama")
+    assert verdict.category == "complete" and verdict.text_events == 40
+    assert replayed >= 38
+
+
+def test_ollama_time_stamps_of_another_width():
+    """Go's RFC 3339 time drops the trailing zeros of the fraction: one stamp in ten is shorter."""
+    stamps = [b"2025-12-01T12:00:00.%sZ" % (b"%09d" % (10**8 + i)).rstrip(b"0") for i in range(1, 60)]
+    assert len({len(stamp) for stamp in stamps}) > 1
+    lines = [o_line(b"w%d" % i, stamp) for i, stamp in enumerate(stamps)]
+    verdict, replayed = agree(b"".join(lines) + o_done(), "ollama")
+    assert verdict.category == "complete" and verdict.text_events == len(stamps)
+    assert replayed == len(stamps) - 1  # all but the first: the shorter ones looked at again as strings
+
+
+@pytest.mark.parametrize("at", [0, 1, 7, 15, 16, 17, 28, 29])
+@pytest.mark.parametrize(
+    "byte, category",
+    [
+        (b"\x01", "malformed_event"),
+        (b"\x1f", "malformed_event"),
+        (b"\\", "malformed_event"),
+        (b'"', "malformed_event"),
+        (b"\x7f", "complete"),
+        (b"\xc3", "complete"),
+    ],  # fmt: skip
+)
+def test_ollama_a_time_stamp_as_wide_with_a_byte_a_string_may_not_hold(at, byte, category):
+    """Every byte of a stamp taken as wide is looked at: one a string may not hold plain (a
+    control byte, a lone backslash, a quote) makes the line malformed, as reading it does."""
+    stamps = [b"2025-12-01T12:00:00.%09dZ" % (10**8 + i) for i in range(12)]
+    stamps[8] = stamps[8][:at] + byte + stamps[8][at + 1 :]
+    lines = [o_line(b"w%d" % i, stamp) for i, stamp in enumerate(stamps)]
+    verdict, _ = agree(b"".join(lines) + o_done(), "ollama")
+    assert verdict.category == category
+
+
+@pytest.mark.parametrize("at", range(10))
+@pytest.mark.parametrize("byte", [b"\x00", b"\\", b'"'])
+def test_ollama_a_short_free_string_as_wide_with_a_byte_a_string_may_not_hold(at, byte):
+    """The same for a value shorter than a vector (looked at byte by byte)."""
+    stamps = [b"12:00:%02d.%d" % (i, i % 10) for i in range(12)]
+    stamps[8] = stamps[8][:at] + byte + stamps[8][at + 1 :]
+    lines = [o_line(b"w%d" % i, stamp) for i, stamp in enumerate(stamps)]
+    verdict, _ = agree(b"".join(lines) + o_done(), "ollama")
+    assert verdict.category == "malformed_event"
+
+
+def test_ollama_a_time_stamp_as_wide_with_an_escape():
+    """An escape is read as the string it is in: two lines with one stand for the same stamp."""
+    stamps = [b"2025-12-01T12:00:00.%09dZ" % (10**8 + i) for i in range(12)]
+    stamps[6] = stamps[6][:20] + b"\\u0031" + stamps[6][21:]  # a digit, escaped
+    stamps[9] = stamps[9][:28] + b'\\"'  # a quote, escaped: as wide
+    lines = [o_line(b"w%d" % i, stamp) for i, stamp in enumerate(stamps)]
+    verdict, _ = agree(b"".join(lines) + o_done(), "ollama")
+    assert verdict.category == "complete" and verdict.text_events == 12
+
+
+def test_ollama_a_line_cut_inside_a_time_stamp_as_wide():
+    lines = b"".join(o_line(b"w%d" % i, 10**8 + i) for i in range(10))
+    for cut in range(len(lines) - 100, len(lines)):
+        verdict = twins_agree(lines[:cut], "ollama", chunked=cut % 7 == 0)
+        assert not verdict.complete
 
 
 # ---------------------------------------------------------------------------------- converse
@@ -545,6 +624,15 @@ def responses_near_repeats(draw):
     return r_stream(*events, last_seq=seq + 1)
 
 
+# a time stamp as Go writes it (trailing zeros dropped), or with any byte in it
+stamp_text = st.builds(
+    lambda digits, junk, at: (b"2025-12-01T12:00:00.%sZ" % digits.encode().rstrip(b"0"))[:at] + junk,
+    st.text("0123456789", min_size=1, max_size=9),
+    st.sampled_from([b"", b"", b"", b"\x01", b"\\", b'\\"', b"\\u0041", b"\xe2\x82\xac", b'"']),
+    st.integers(0, 30),
+)
+
+
 @st.composite
 def ollama_near_repeats(draw):
     lines = []
@@ -554,7 +642,7 @@ def ollama_near_repeats(draw):
         lines.append(
             o_line(
                 draw(hole_text),
-                draw(st.integers(0, 10**9 - 1)),
+                draw(st.integers(0, 10**9 - 1) | stamp_text),
                 key,
                 draw(st.sampled_from([b"\n", b"\r\n", b" \n"])),
                 done,
@@ -625,6 +713,14 @@ def test_gemini_a_chunk_after_the_finish_reopens_the_stream():
     body = b"".join(g_chunk(g_text(b"w")) for _ in range(4))
     verdict, _ = agree(body + g_chunk(g_text(b"."), finish=b"STOP") + g_chunk(g_text(b"more")))
     assert verdict.category != "complete"
+
+
+def test_gemini_chunks_after_the_finish_reopen_it_however_many():
+    """Repeats counted in a run after the finish reopen the stream as one repeat does."""
+    body = b"".join(g_chunk(g_text(b"w%d" % i)) for i in range(8))
+    after = b"".join(g_chunk(g_text(b"more%d" % i)) for i in range(5))
+    verdict, replayed = agree(body + g_chunk(g_text(b"."), finish=b"STOP") + after)
+    assert verdict.category == "no_end_marker" and replayed >= 11
 
 
 @st.composite
