@@ -715,11 +715,20 @@ def test_gemini_a_chunk_after_the_finish_reopens_the_stream():
     assert verdict.category != "complete"
 
 
-def test_gemini_chunks_after_the_finish_reopen_it_however_many():
-    """Repeats counted in a run after the finish reopen the stream as one repeat does."""
-    body = b"".join(g_chunk(g_text(b"w%d" % i)) for i in range(8))
-    after = b"".join(g_chunk(g_text(b"more%d" % i)) for i in range(5))
-    verdict, replayed = agree(body + g_chunk(g_text(b"."), finish=b"STOP") + after)
+@pytest.mark.parametrize("stamped", [False, True])
+def test_gemini_chunks_after_the_finish_reopen_it_however_many(stamped):
+    """Repeats after the finish reopen the stream as one repeat does, counted one at a time or
+    in a run (a chunk with a time stamp as wide in each: a plain kept event)."""
+
+    def chunk(text: bytes, i: int, finish: bytes = b"") -> bytes:
+        stamp = b'"responseId": "r1","createTime": "2025-12-01T12:00:%02dZ"' % i
+        return g_chunk(g_text(text), finish=finish).replace(
+            b'"responseId": "r1"', stamp if stamped else b'"responseId": "r1"'
+        )
+
+    body = b"".join(chunk(b"w%d" % i, i) for i in range(8))
+    after = b"".join(chunk(b"more%d" % i, 20 + i) for i in range(5))
+    verdict, replayed = agree(body + chunk(b".", 10, finish=b"STOP") + after)
     assert verdict.category == "no_end_marker" and replayed >= 11
 
 
