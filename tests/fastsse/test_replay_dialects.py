@@ -413,6 +413,16 @@ def test_ollama_a_time_stamp_as_wide_with_an_escape():
     assert verdict.category == "complete" and verdict.text_events == 12
 
 
+@pytest.mark.parametrize("bound", ["max_line_bytes", "max_event_bytes"])
+def test_ollama_a_repeat_past_the_bound_in_a_run(bound):
+    """A line that repeats the kept one but is longer than the bound is left to its reading,
+    which reports the limit, in a run as one at a time."""
+    lines = [o_line(b"w%d" % i, 10**8 + i) for i in range(12)]
+    lines[9] = o_line(b"w" * 300, 10**8 + 9)
+    verdict, _ = agree(b"".join(lines) + o_done(), "ollama", **{bound: 256})
+    assert verdict.category == "limit_exceeded"
+
+
 def test_ollama_a_line_cut_inside_a_time_stamp_as_wide():
     lines = b"".join(o_line(b"w%d" % i, 10**8 + i) for i in range(10))
     for cut in range(len(lines) - 100, len(lines)):
