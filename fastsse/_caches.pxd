@@ -107,11 +107,12 @@ cdef extern from "_replay.h":
     cdef enum:
         # how memo_match reads a hole (Memo.op), besides those below: a free string that held
         # another value as wide as the kept one at the first replay (a time stamp).  replay_run
-        # looks at its bytes as it copies them into the kept event, which it then compares
-        # across them in one pass; memo_match reads it as a string.
+        # looks at its bytes (nothing in them may end a plain string) and compares the kept
+        # event's bytes around them; memo_match reads it as a string.
         HOP_FIXED "FASTSSE_HOP_FIXED"
+    int replay_widest "fastsse_replay_widest"  # 1: AVX2 in runs where the CPU has it, 0: SSE2
     const unsigned char* replay_run "fastsse_replay_run"(
-        unsigned char* t, Py_ssize_t len, Py_ssize_t tail, int n, const Py_ssize_t* start,
+        const unsigned char* t, Py_ssize_t len, Py_ssize_t tail, int n, const Py_ssize_t* start,
         const Py_ssize_t* end, const unsigned char* op, const unsigned char* slot,
         const unsigned char* q, const unsigned char* stop, Py_ssize_t bound,
         const unsigned char** ahead, Py_ssize_t ahead_by, const unsigned char* unescape,

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_simd.h"
+
 static uint32_t fastsse_crc_table[8][256];
 static signed char fastsse_base64_value[256];
 
@@ -338,7 +340,7 @@ static ptrdiff_t fastsse_base64_blocks_avx2(const unsigned char *s, ptrdiff_t n,
     return 0;
 }
 
-static int fastsse_has_ssse3 = -1, fastsse_has_avx2 = -1;
+static int fastsse_has_ssse3 = -1;
 #endif
 
 /* The widest base64 blocks the decoder may use: 2 AVX2, 1 SSSE3, 0 none (the scalar decoder
@@ -358,10 +360,9 @@ static inline ptrdiff_t fastsse_base64_decode(const unsigned char *s, ptrdiff_t 
     if (n > 16) {
         if (fastsse_has_ssse3 < 0) {  /* (-1 until known; each flag is set once, alone) */
             __builtin_cpu_init();
-            fastsse_has_avx2 = __builtin_cpu_supports("avx2") != 0;
             fastsse_has_ssse3 = __builtin_cpu_supports("ssse3") != 0;
         }
-        if (n > 32 && fastsse_has_avx2 > 0 && fastsse_base64_widest >= 2)
+        if (n > 32 && fastsse_base64_widest >= 2 && fastsse_cpu_has_avx2())
             done = fastsse_base64_blocks_avx2(s, n - 4, out);  /* the last quad may be padded */
         else if (fastsse_has_ssse3 > 0 && fastsse_base64_widest >= 1)
             done = fastsse_base64_blocks(s, n - 4, out);

@@ -19,15 +19,28 @@
    wide as the kept one (_caches.pxd takes its HOP_FIXED from here). */
 enum { FASTSSE_HOP_FIXED = 5 };
 
+/* Whether a run may use AVX2 where the CPU has it (1) or only SSE2 (0).  Tests lower it to
+   hold each path to the same answers. */
+static int fastsse_replay_widest = 1;
+
+/* The scans of a run: 32 bytes a step where `avx2` (in code compiled for it), else 16. */
+#ifdef FASTSSE_AVX2
+#define FASTSSE_RUN_EQUAL(a, b, n) (avx2 ? fastsse_equal_avx2(a, b, n) : fastsse_equal(a, b, n))
+#define FASTSSE_RUN_PLAIN(p, n) (avx2 ? fastsse_plain_run_avx2(p, n) : fastsse_plain_run(p, n))
+#else
+#define FASTSSE_RUN_EQUAL(a, b, n) fastsse_equal(a, b, n)
+#define FASTSSE_RUN_PLAIN(p, n) fastsse_plain_run(p, n)
+#endif
+
 /* The closing quote of the JSON string whose content starts at q, before stop, or NULL: as
    skip_string finds it (no control byte; an escape is one unescape knows, or \\u and four
    digits hex knows). */
-static inline const unsigned char *fastsse_string_close(const unsigned char *q,
-                                                         const unsigned char *stop,
-                                                         const unsigned char *unescape,
-                                                         const signed char *hex) {
+static inline __attribute__((always_inline)) const unsigned char *fastsse_string_close(
+        const unsigned char *q, const unsigned char *stop, const unsigned char *unescape,
+        const signed char *hex, int avx2) {
+    (void)avx2;
     for (;;) {
-        q += fastsse_plain_run(q, stop - q);
+        q += FASTSSE_RUN_PLAIN(q, stop - q);
         if (q == stop)
             return NULL;
         if (*q == '"')
@@ -52,43 +65,45 @@ static inline const unsigned char *fastsse_string_close(const unsigned char *q,
    the tables unescape and hex).  An event longer than `bound` without its tail is left to its
    reading, which reports it.  Returns where the first event not counted starts (memo_match
    looks at it next); *events is how many were; counts[0:4] grow by what they counted.  The
-   cache lines from *ahead up to `ahead_by` bytes past the last event counted are asked for. */
-static inline const unsigned char *fastsse_replay_run(
-        unsigned char *t, ptrdiff_t len, ptrdiff_t tail, int n, const ptrdiff_t *start,
+   cache lines from *ahead up to `ahead_by` bytes past the last event counted are asked for.
+   Compiled twice, below: avx2 is a constant in each. */
+static inline __attribute__((always_inline)) const unsigned char *fastsse_replay_events(
+        const unsigned char *t, ptrdiff_t len, ptrdiff_t tail, int n, const ptrdiff_t *start,
         const ptrdiff_t *end, const unsigned char *op, const unsigned char *slot,
         const unsigned char *q, const unsigned char *stop, ptrdiff_t bound,
         const unsigned char **ahead, ptrdiff_t ahead_by, const unsigned char *unescape,
-        const signed char *hex, ptrdiff_t *events, ptrdiff_t *counts) {
+        const signed char *hex, ptrdiff_t *events, ptrdiff_t *counts, int avx2) {
     ptrdiff_t replayed = 0;
     const unsigned char *asked = *ahead;
+    (void)avx2;
     for (;;) {
         const unsigned char *event = q;
         const unsigned char *close;
-        ptrdiff_t tpos = 0, seg, run;
+        ptrdiff_t tpos = 0, seg, width;
         ptrdiff_t seen[4] = {0, 0, 0, 0};
         int h;
         for (h = 0; h < n; h++) {
             seg = start[h] - tpos;
-            if (op[h] == FASTSSE_HOP_FIXED) {
-                /* its value goes where the kept one was; the bytes from tpos on are compared
-                   across it in one run, with those before the next string */
-                run = end[h] - start[h];
-                if (stop - q <= seg + run || !fastsse_plain_copy(t + start[h], q + seg, run))
-                    goto done;
-                continue;
-            }
-            if (stop - q <= seg || !fastsse_equal(q, t + tpos, seg))
+            if (stop - q <= seg || !FASTSSE_RUN_EQUAL(q, t + tpos, seg))
                 goto done;
             q += seg;
-            close = fastsse_string_close(q, stop, unescape, hex);
-            if (close == NULL)
-                goto done; /* a control byte, a bad escape, or the chunk's end */
-            seen[slot[h]] += close > q;
-            q = close;
+            if (op[h] == FASTSSE_HOP_FIXED) {
+                /* as wide as the kept one, and nothing in it that ends a plain string */
+                width = end[h] - start[h];
+                if (stop - q <= width || FASTSSE_RUN_PLAIN(q, width) != width)
+                    goto done;
+                q += width;
+            } else {
+                close = fastsse_string_close(q, stop, unescape, hex, avx2);
+                if (close == NULL)
+                    goto done; /* a control byte, a bad escape, or the chunk's end */
+                seen[slot[h]] += close > q;
+                q = close;
+            }
             tpos = end[h];
         }
         seg = len - tpos;
-        if (stop - q < seg || !fastsse_equal(q, t + tpos, seg))
+        if (stop - q < seg || !FASTSSE_RUN_EQUAL(q, t + tpos, seg))
             goto done;
         q += seg;
         if (q - event - tail > bound)
@@ -106,5 +121,40 @@ static inline const unsigned char *fastsse_replay_run(
         return event;
     }
 }
+
+#define FASTSSE_RUN_ARGS                                                                        \
+    const unsigned char *t, ptrdiff_t len, ptrdiff_t tail, int n, const ptrdiff_t *start,       \
+    const ptrdiff_t *end, const unsigned char *op, const unsigned char *slot,                   \
+    const unsigned char *q, const unsigned char *stop, ptrdiff_t bound,                         \
+    const unsigned char **ahead, ptrdiff_t ahead_by, const unsigned char *unescape,             \
+    const signed char *hex, ptrdiff_t *events, ptrdiff_t *counts
+#define FASTSSE_RUN_PASS \
+    t, len, tail, n, start, end, op, slot, q, stop, bound, ahead, ahead_by, unescape, hex, events, counts
+
+static const unsigned char *fastsse_replay_run_sse2(FASTSSE_RUN_ARGS) {
+    return fastsse_replay_events(FASTSSE_RUN_PASS, 0);
+}
+
+#ifdef FASTSSE_AVX2
+__attribute__((target("avx2")))
+static const unsigned char *fastsse_replay_run_avx2(FASTSSE_RUN_ARGS) {
+    return fastsse_replay_events(FASTSSE_RUN_PASS, 1);
+}
+#endif
+
+/* fastsse_replay_events, 32 bytes a step where the CPU has AVX2 (and fastsse_replay_widest
+   allows it), else 16. */
+static inline const unsigned char *fastsse_replay_run(FASTSSE_RUN_ARGS) {
+#ifdef FASTSSE_AVX2
+    if (fastsse_replay_widest && fastsse_cpu_has_avx2())
+        return fastsse_replay_run_avx2(FASTSSE_RUN_PASS);
+#endif
+    return fastsse_replay_run_sse2(FASTSSE_RUN_PASS);
+}
+
+#undef FASTSSE_RUN_EQUAL
+#undef FASTSSE_RUN_PLAIN
+#undef FASTSSE_RUN_ARGS
+#undef FASTSSE_RUN_PASS
 
 #endif

@@ -35,8 +35,8 @@ from ._cbytes cimport (CAP, MAX_CHOICES, MAX_DEPTH, MAX_TOOL_CALLS, Pos, Str, St
                        strtable_get_str)
 from ._caches cimport (COUNTED, JUDGED, MEMO_FINISHES, MEMO_MAX_BYTES, SPARE_MEMOS, TEMPLATE_CHOICES, TEMPLATES, Judged,
                        Memo, Template, TemplateTable, judged_same, memo_match, memo_set,
-                       memo_missed, memo_settle, record_base, replay_run, template_follow, template_links,
-                       template_make,
+                       memo_missed, memo_settle, record_base, replay_run, replay_widest, template_follow,
+                       template_links, template_make,
                        template_match, templates_clear, templates_paid, templates_skipped)
 from ._eventstream cimport (CRC_BYTES, H_ERROR_CODE, H_EVENT_TYPE, H_EXCEPTION_TYPE,
                             H_MESSAGE_TYPE, MIN_FRAME_BYTES, N_HEADERS, PRELUDE_BYTES, Span,
@@ -1351,7 +1351,7 @@ cdef class Scanner:
         cdef Pos q
         cdef Py_ssize_t bound = min(self.max_line_bytes, self.max_event_bytes)  # (as _replay's)
         memset(counts, 0, COUNTED * sizeof(Py_ssize_t))
-        q = replay_run(<unsigned char*>self.memo.event.p, self.memo.event.len, self.memo.tail,
+        q = replay_run(<const unsigned char*>self.memo.event.p, self.memo.event.len, self.memo.tail,
                        self.memo.n_holes, self.memo.start, self.memo.end, self.memo.op,
                        self.memo.slot, p + pos, end, bound, &ahead, PREFETCH_AHEAD, _unescape,
                        _hex, &replayed, counts)
@@ -2009,6 +2009,18 @@ def _base64_widest(int widest):
     if not 0 <= widest <= 2:
         raise ValueError("widest is 0, 1 or 2")
     base64_widest = widest
+    return before
+
+
+def _replay_widest(int widest):
+    """Let runs of replayed events (_replay.h) use AVX2 where the CPU has it (1) or only SSE2
+    (0); returns the setting before.  For tests, which hold both paths to the same answers: the
+    answers never depend on it."""
+    global replay_widest
+    cdef int before = replay_widest
+    if not 0 <= widest <= 1:
+        raise ValueError("widest is 0 or 1")
+    replay_widest = widest
     return before
 
 

@@ -63,31 +63,6 @@ static inline ptrdiff_t fastsse_last_stop(const unsigned char *p, ptrdiff_t n) {
     return -1;
 }
 
-/* Whether p[0:n] holds no '"', no '\\' and no byte below 0x20 (a JSON string's content that
-   needs no attention), copying it to dst[0:n] as it looks. */
-static inline int fastsse_plain_copy(unsigned char *dst, const unsigned char *p, ptrdiff_t n) {
-#if defined(__SSE2__)
-    if (n >= 16) {
-        __m128i head = _mm_loadu_si128((const __m128i *)p);
-        __m128i tail = _mm_loadu_si128((const __m128i *)(p + n - 16));
-        int mask = fastsse_stop_mask(p) | fastsse_stop_mask(p + n - 16);
-        for (ptrdiff_t i = 16; i < n - 16; i += 16) {
-            mask |= fastsse_stop_mask(p + i);
-            _mm_storeu_si128((__m128i *)(dst + i), _mm_loadu_si128((const __m128i *)(p + i)));
-        }
-        _mm_storeu_si128((__m128i *)dst, head);
-        _mm_storeu_si128((__m128i *)(dst + n - 16), tail);
-        return mask == 0;
-    }
-#endif
-    for (ptrdiff_t i = 0; i < n; i++) {
-        if (fastsse_is_stop(p[i]))
-            return 0;
-        dst[i] = p[i];
-    }
-    return 1;
-}
-
 /* Whether a[0:n] and b[0:n] hold the same bytes: memcmp for the short runs that replaying an
    event compares, inline and without ordering the bytes. */
 static inline int fastsse_equal(const unsigned char *a, const unsigned char *b, ptrdiff_t n) {
@@ -114,6 +89,58 @@ static inline int fastsse_equal(const unsigned char *a, const unsigned char *b, 
             return 0;
     return 1;
 }
+
+#if defined(__SSE2__) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* The same scans 32 bytes a step, for code compiled for AVX2 (FASTSSE_AVX2 functions, called
+   only where the CPU has it: see fastsse_has_avx2). */
+#define FASTSSE_AVX2 1
+#include <immintrin.h>
+
+__attribute__((target("avx2")))
+static inline unsigned fastsse_stop_mask_avx2(const unsigned char *p) {
+    const __m256i below_space = _mm256_set1_epi8(0x1F);
+    __m256i x = _mm256_loadu_si256((const __m256i *)p);
+    return (unsigned)_mm256_movemask_epi8(_mm256_or_si256(
+        _mm256_or_si256(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('"')), _mm256_cmpeq_epi8(x, _mm256_set1_epi8('\\'))),
+        _mm256_cmpeq_epi8(_mm256_max_epu8(x, below_space), below_space)));
+}
+
+/* fastsse_plain_run, 32 bytes a step (the last 31 or fewer 16). */
+__attribute__((target("avx2")))
+static inline ptrdiff_t fastsse_plain_run_avx2(const unsigned char *p, ptrdiff_t n) {
+    ptrdiff_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        unsigned mask = fastsse_stop_mask_avx2(p + i);
+        if (mask)
+            return i + __builtin_ctz(mask);
+    }
+    return i + fastsse_plain_run(p + i, n - i);
+}
+
+/* fastsse_equal, 32 bytes a step (fewer than 32 as fastsse_equal compares them). */
+__attribute__((target("avx2")))
+static inline int fastsse_equal_avx2(const unsigned char *a, const unsigned char *b, ptrdiff_t n) {
+    if (n >= 32) {
+        __m256i diff = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(a + n - 32)),
+                                        _mm256_loadu_si256((const __m256i *)(b + n - 32)));
+        for (ptrdiff_t i = 0; i + 32 <= n; i += 32)
+            diff = _mm256_or_si256(diff, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(a + i)),
+                                                          _mm256_loadu_si256((const __m256i *)(b + i))));
+        return _mm256_testz_si256(diff, diff);
+    }
+    return fastsse_equal(a, b, n);
+}
+
+/* Whether the CPU has AVX2 (the flag is -1 until the first call sets it). */
+static int fastsse_has_avx2 = -1;
+static inline int fastsse_cpu_has_avx2(void) {
+    if (fastsse_has_avx2 < 0) {
+        __builtin_cpu_init();
+        fastsse_has_avx2 = __builtin_cpu_supports("avx2") != 0;
+    }
+    return fastsse_has_avx2;
+}
+#endif
 
 /* The length of the run of spaces and tabs that p[0:n] starts with. */
 static inline ptrdiff_t fastsse_blank_run(const unsigned char *p, ptrdiff_t n) {

@@ -289,6 +289,15 @@ def test_responses_argument_deltas_after_their_item_ended():
 # ---------------------------------------------------------------------------------- ollama
 
 
+@pytest.fixture(params=[1, 0], ids=["avx2", "sse2"])
+def replay_widest(request):
+    """Runs of replayed events (_replay.h) allowed 32-byte steps (where the CPU has AVX2) or
+    16-byte ones only: each path is held to the same answers."""
+    before = _scanner_c._replay_widest(request.param)
+    yield request.param
+    _scanner_c._replay_widest(before)
+
+
 def o_line(
     text: bytes = b"hi",
     stamp: int | bytes = 0,
@@ -311,7 +320,7 @@ def o_done(reason: bytes = b"stop") -> bytes:
     )
 
 
-def test_ollama_lines_are_replayed():
+def test_ollama_lines_are_replayed(replay_widest):
     lines = [o_line(b"w%d" % i, i) for i in range(20)] + [o_line(b"", 99)]
     verdict, replayed = agree(b"".join(lines) + o_done(), "ollama")
     assert verdict.category == "complete" and verdict.text_events == 20
@@ -335,7 +344,7 @@ def test_ollama_line_ends_and_blank_lines(end):
     assert verdict.text_events == 8
 
 
-def test_ollama_thinking_then_text():
+def test_ollama_thinking_then_text(replay_widest):
     lines = [o_line(b"t", i, key=b"thinking") for i in range(5)] + [o_line(b"w", 5 + i) for i in range(5)]
     verdict, _ = agree(b"".join(lines) + o_done(), "ollama")
     assert (verdict.reasoning_events, verdict.text_events) == (5, 5)
@@ -353,14 +362,14 @@ def test_ollama_last_line_without_its_newline():
 # with a byte a string may not hold plain, must be read as any string is.
 
 
-def test_ollama_time_stamps_as_wide_are_replayed():
+def test_ollama_time_stamps_as_wide_are_replayed(replay_widest):
     lines = [o_line(b"w%d" % i, 10**8 + i) for i in range(40)]
     verdict, replayed = agree(b"".join(lines) + o_done(), "ollama")
     assert verdict.category == "complete" and verdict.text_events == 40
     assert replayed >= 38
 
 
-def test_ollama_time_stamps_of_another_width():
+def test_ollama_time_stamps_of_another_width(replay_widest):
     """Go's RFC 3339 time drops the trailing zeros of the fraction: one stamp in ten is shorter."""
     stamps = [b"2025-12-01T12:00:00.%sZ" % (b"%09d" % (10**8 + i)).rstrip(b"0") for i in range(1, 60)]
     assert len({len(stamp) for stamp in stamps}) > 1
@@ -382,7 +391,7 @@ def test_ollama_time_stamps_of_another_width():
         (b"\xc3", "complete"),
     ],  # fmt: skip
 )
-def test_ollama_a_time_stamp_as_wide_with_a_byte_a_string_may_not_hold(at, byte, category):
+def test_ollama_a_time_stamp_as_wide_with_a_byte_a_string_may_not_hold(at, byte, category, replay_widest):
     """Every byte of a stamp taken as wide is looked at: one a string may not hold plain (a
     control byte, a lone backslash, a quote) makes the line malformed, as reading it does."""
     stamps = [b"2025-12-01T12:00:00.%09dZ" % (10**8 + i) for i in range(12)]
@@ -394,7 +403,7 @@ def test_ollama_a_time_stamp_as_wide_with_a_byte_a_string_may_not_hold(at, byte,
 
 @pytest.mark.parametrize("at", range(10))
 @pytest.mark.parametrize("byte", [b"\x00", b"\\", b'"'])
-def test_ollama_a_short_free_string_as_wide_with_a_byte_a_string_may_not_hold(at, byte):
+def test_ollama_a_short_free_string_as_wide_with_a_byte_a_string_may_not_hold(at, byte, replay_widest):
     """The same for a value shorter than a vector (looked at byte by byte)."""
     stamps = [b"12:00:%02d.%d" % (i, i % 10) for i in range(12)]
     stamps[8] = stamps[8][:at] + byte + stamps[8][at + 1 :]
@@ -403,7 +412,7 @@ def test_ollama_a_short_free_string_as_wide_with_a_byte_a_string_may_not_hold(at
     assert verdict.category == "malformed_event"
 
 
-def test_ollama_a_time_stamp_as_wide_with_an_escape():
+def test_ollama_a_time_stamp_as_wide_with_an_escape(replay_widest):
     """An escape is read as the string it is in: two lines with one stand for the same stamp."""
     stamps = [b"2025-12-01T12:00:00.%09dZ" % (10**8 + i) for i in range(12)]
     stamps[6] = stamps[6][:20] + b"\\u0031" + stamps[6][21:]  # a digit, escaped
@@ -414,7 +423,7 @@ def test_ollama_a_time_stamp_as_wide_with_an_escape():
 
 
 @pytest.mark.parametrize("bound", ["max_line_bytes", "max_event_bytes"])
-def test_ollama_a_repeat_past_the_bound_in_a_run(bound):
+def test_ollama_a_repeat_past_the_bound_in_a_run(bound, replay_widest):
     """A line that repeats the kept one but is longer than the bound is left to its reading,
     which reports the limit, in a run as one at a time."""
     lines = [o_line(b"w%d" % i, 10**8 + i) for i in range(12)]
@@ -423,7 +432,48 @@ def test_ollama_a_repeat_past_the_bound_in_a_run(bound):
     assert verdict.category == "limit_exceeded"
 
 
-def test_ollama_a_line_cut_inside_a_time_stamp_as_wide():
+@pytest.mark.parametrize("size", range(0, 100, 3))
+def test_ollama_texts_of_every_length_in_a_run(size, replay_widest):
+    """A run finds where each text ends 32 or 16 bytes a step: texts as long as a step, shorter
+    and longer, then one with an escape, a control byte or a quote (an unescaped one ends the
+    string early: the line is malformed) at each of a few places near a step's end."""
+    letters = [bytes([97 + i]) for i in range(12)]  # texts that differ: the kept one's is a hole
+    lines = [o_line(letters[i] * ((size + i) % 100), 10**8 + i) for i in range(12)]
+    verdict, replayed = agree(b"".join(lines) + o_done(), "ollama")
+    assert verdict.category == "complete"
+    assert verdict.text_events == sum(1 for i in range(len(lines)) if (size + i) % 100)
+    assert replayed == len(lines) - 1
+    for at in sorted({0, 15, 16, 31, 32, 33, size - 1, size} & set(range(size + 1))):
+        for byte, category in [
+            (b"\\\\", "complete"),  # an escaped backslash
+            (b"\\u00e9", "complete"),
+            (b"\\n", "complete"),
+            (b"\\x", "malformed_event"),  # no such escape
+            (b"\t", "malformed_event"),  # a control byte
+            (b'"', "malformed_event"),
+        ]:
+            lines = [o_line(letters[i] * size, 10**8 + i) for i in range(12)]
+            lines[9] = o_line(b"x" * at + byte + b"x" * (size - at), 10**8 + 9)
+            verdict = twins_agree(b"".join(lines) + o_done(), "ollama", chunked=at % 5 == 0)
+            assert verdict.category == category, (at, byte)
+
+
+def test_ollama_a_repeat_that_differs_in_any_byte_outside_its_holes(replay_widest):
+    """A run compares every byte of a line but its holes with the kept line's: one byte changed
+    anywhere else is not a repeat, but read (a key or a value of another name, or no JSON)."""
+    lines = [o_line(b"w%d" % i, 10**8 + i) for i in range(12)]
+    stamp, text = lines[9].index(b"2025"), lines[9].index(b'"w9"') + 1
+    for at in range(len(lines[9]) - 1):
+        if not (stamp <= at < stamp + 30 or text <= at < text + 2):
+            changed = lines[:9] + [lines[9][:at] + b"#" + lines[9][at + 1 :]] + lines[10:]
+            verdict = twins_agree(b"".join(changed) + o_done(), "ollama", chunked=False)
+            try:
+                json.loads(changed[9])
+            except ValueError:
+                assert verdict.category == "malformed_event", at
+
+
+def test_ollama_a_line_cut_inside_a_time_stamp_as_wide(replay_widest):
     lines = b"".join(o_line(b"w%d" % i, 10**8 + i) for i in range(10))
     for cut in range(len(lines) - 100, len(lines)):
         verdict = twins_agree(lines[:cut], "ollama", chunked=cut % 7 == 0)
@@ -676,8 +726,14 @@ def test_twins_agree_on_responses_near_repeats(data):
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ollama_near_repeats())
 def test_twins_agree_on_ollama_near_repeats(data):
-    agree(data, "ollama")
-    agree(data)
+    before = _scanner_c._replay_widest(1)
+    try:
+        agree(data, "ollama")
+        agree(data)
+        _scanner_c._replay_widest(0)  # runs 16 bytes a step
+        agree(data, "ollama")
+    finally:
+        _scanner_c._replay_widest(before)
 
 
 # ---------------------------------------------------------------------------------- gemini
@@ -726,7 +782,7 @@ def test_gemini_a_chunk_after_the_finish_reopens_the_stream():
 
 
 @pytest.mark.parametrize("stamped", [False, True])
-def test_gemini_chunks_after_the_finish_reopen_it_however_many(stamped):
+def test_gemini_chunks_after_the_finish_reopen_it_however_many(stamped, replay_widest):
     """Repeats after the finish reopen the stream as one repeat does, counted one at a time or
     in a run (a chunk with a time stamp as wide in each: a plain kept event)."""
 
