@@ -54,10 +54,10 @@ end and finish; no tool call or arguments, no error, no blockReason, no delta) a
 to the protocol of the stream that made it (``Template.detected``).  An event that equals a
 template outside the holes, with a valid JSON string or number in each hole, would be read
 into the same Record but for the counters, so the scanner applies the template's effect,
-through the functions a read event's effect goes through, instead of reading it; the rules of the stream's own protocol finish it (a Gemini chunk with candidates
-says again whether the stream is over).  A template keeps only names (keys, the model, finish
-reasons): an event with any other value that is not a hole (too many holes, or text a rule
-reads) makes none.  The protocol an auto stream's first event names is a function of its bytes
+through the functions a read event's effect goes through, instead of reading it; the rules of
+the stream's own protocol finish it (a Gemini chunk with candidates says again whether the
+stream is over).  A template keeps only names (keys, the model, finish reasons): an event with
+any other value that is not a hole (too many holes, or text a rule reads) makes none.  The protocol an auto stream's first event names is a function of its bytes
 (``_detect``), so a template made from such an event keeps it (``Template.auto``), and the
 first event of a later auto stream that matches it names the same protocol without a read.
 
@@ -75,8 +75,8 @@ and flags): a ``Judged`` key of C values finds that stream's answer without buil
 Python arguments of ``_verdict._judge`` (one per name in ``_JUDGE_PARAMETERS``).
 
 The memo belongs to one Scanner; templates, judgements and the last model name sanitized to a
-``Caches`` object (``_scanner.Caches``), one per process unless a caller passes its own.  Declarations and
-``cdef inline`` functions only.
+``Caches`` object (``_scanner.Caches``), one per process unless a caller passes its own.
+Declarations and ``cdef inline`` functions only.
 """
 
 from libc.stdint cimport int64_t, uint64_t
@@ -275,6 +275,14 @@ cdef inline Pos memo_match(Memo* m, Record* rec, Pos q, Pos end, Py_ssize_t* cou
         return NULL
     return q + seg
 
+cdef inline void memo_unfix(Memo* m) noexcept:
+    """The kept event is not plain: its holes taken as wide are read as strings again."""
+    cdef int h
+    m.plain = False
+    for h in range(m.n_holes):
+        if m.op[h] == HOP_FIXED:
+            m.op[h] = HOP_STRING
+
 cdef inline void memo_settle(Memo* m, unsigned same) noexcept:
     """After the first replay: a free hole that held the kept value again (the chunk id, the
     system fingerprint) is compared as bytes from now on, one comparison fewer; a free string
@@ -297,27 +305,23 @@ cdef inline void memo_settle(Memo* m, unsigned same) noexcept:
             fixed = True
         kept += 1
     m.n_holes = kept
-    # (an event without such a hole gains nothing from runs: memo_match reads it as fast)
+    # Runs are for events with such a hole: chat's, without one, stopped them every few events
+    # (escapes, padding of every width) and gained nothing.
     m.plain = fixed and not (m.tool or m.block or m.seq)
     m.run_hits = m.run_misses = 0
     for h in range(kept):
         m.plain &= m.op[h] == HOP_STRING or m.op[h] == HOP_FIXED
-    for h in range(kept):
-        if m.op[h] == HOP_FIXED and not m.plain:
-            m.op[h] = HOP_STRING
+    if not m.plain:
+        memo_unfix(m)
 
 cdef inline void memo_missed(Memo* m) noexcept:
     """A repeat that replay_run left to memo_match: a free string of another width, mostly (Go's
     time stamps drop trailing zeros: one in ten is narrower).  When that is not rare (a value
     as wide as the kept one at the first replay by chance: padding), the event stops being
     plain: its holes are read as strings, one event at a time."""
-    cdef int h
     m.run_misses += 1
     if m.run_misses * 8 > m.run_hits + 64:
-        m.plain = False
-        for h in range(m.n_holes):
-            if m.op[h] == HOP_FIXED:
-                m.op[h] = HOP_STRING
+        memo_unfix(m)
 
 cdef inline void record_base(const Record* r, Py_ssize_t* base) noexcept:
     """What the event just read counted per choice role outside its holes (content parts)."""
