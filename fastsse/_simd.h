@@ -90,9 +90,21 @@ static inline int fastsse_equal(const unsigned char *a, const unsigned char *b, 
     return 1;
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* Whether the CPU has AVX2 (the flag is -1 until the first call sets it). */
+static int fastsse_has_avx2 = -1;
+static inline int fastsse_cpu_has_avx2(void) {
+    if (fastsse_has_avx2 < 0) {
+        __builtin_cpu_init();
+        fastsse_has_avx2 = __builtin_cpu_supports("avx2") != 0;
+    }
+    return fastsse_has_avx2;
+}
+#endif
+
 #if defined(__SSE2__) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 /* The same scans 32 bytes a step, for code compiled for AVX2 (FASTSSE_AVX2 functions, called
-   only where the CPU has it: see fastsse_has_avx2). */
+   only where fastsse_cpu_has_avx2 says the CPU has it). */
 #define FASTSSE_AVX2 1
 #include <immintrin.h>
 
@@ -131,15 +143,6 @@ static inline int fastsse_equal_avx2(const unsigned char *a, const unsigned char
     return fastsse_equal(a, b, n);
 }
 
-/* Whether the CPU has AVX2 (the flag is -1 until the first call sets it). */
-static int fastsse_has_avx2 = -1;
-static inline int fastsse_cpu_has_avx2(void) {
-    if (fastsse_has_avx2 < 0) {
-        __builtin_cpu_init();
-        fastsse_has_avx2 = __builtin_cpu_supports("avx2") != 0;
-    }
-    return fastsse_has_avx2;
-}
 #endif
 
 /* The length of the run of spaces and tabs that p[0:n] starts with. */
