@@ -59,8 +59,13 @@ from ._verdict import Verdict, _judge, _judge_cached, _model_name
 
 cdef extern from "Python.h":
     int PyObject_GenericSetDict(object o, object value, void* context) except -1
+    object PyType_GenericAlloc(type t, Py_ssize_t nitems)
 
-_object_new = object.__new__
+# close() makes a Verdict as object.__new__(Verdict) does, without the call: Verdict has no
+# __new__ of its own and allocates as every class does (nothing abstract: object.__new__'s
+# other checks are for arguments, which there are none of)
+if Verdict.__new__ is not object.__new__ or getattr(Verdict, "__abstractmethods__", None):
+    raise ImportError("fastsse._scanner is stale: Verdict has a __new__ of its own")
 
 cdef enum:
     PREFETCH_AHEAD = 2048  # how far ahead of the reading the chunk is asked into the cache
@@ -188,7 +193,22 @@ if _verdict._CACHED_FINISHES != MEMO_FINISHES:
     raise ImportError("fastsse._scanner is stale: _CACHED_FINISHES changed")
 cdef tuple _TRANSPORT_CODES = _verdict.TRANSPORTS
 cdef tuple _LIMIT_CODES = tuple(_verdict.MESSAGE_LIMITS)
-cdef frozenset _PROTOCOLS = frozenset(_limits.PROTOCOL_CHOICES)
+
+
+cdef int _protocol_setup(str protocol) except -1:
+    """What a Scanner for protocol starts with, packed: the protocol detected (D_NONE: not yet),
+    the outer one (D_BEDROCK_INVOKE: detected is its model's protocol, found from its first
+    event) and the framing (FR_UNDECIDED: SSE or a JSON array, which the first byte tells)."""
+    cdef int detected = _PROTOCOL_CODES[None if protocol == _limits.AUTO else protocol]
+    cdef int outer = D_NONE, framing = FR_UNDECIDED
+    if detected == D_BEDROCK_INVOKE:
+        detected, outer = D_NONE, D_BEDROCK_INVOKE
+    if protocol != _limits.AUTO and d.FRAMINGS[protocol] != d.FRAMING_SSE:
+        framing = FR_EVENTSTREAM if d.FRAMINGS[protocol] == d.FRAMING_EVENTSTREAM else FR_NDJSON
+    return detected | outer << 8 | framing << 16
+
+# Scanner.__init__'s one look-up for its protocol argument: every name it accepts
+cdef dict _PROTOCOL_SETUP = {name: _protocol_setup(name) for name in _limits.PROTOCOL_CHOICES}
 cdef frozenset _TRANSPORTS = frozenset(_verdict.TRANSPORTS)
 
 # ============================================================================ tables in C
@@ -455,22 +475,20 @@ cdef class Scanner:
     def __init__(self, str protocol="auto", *, max_event_bytes=DEFAULT_MAX_EVENT_BYTES,
                  max_line_bytes=DEFAULT_MAX_LINE_BYTES, Caches caches=None):
         # the usual arguments pass without a call; anything else gets check_options' answer
+        cdef object setup = _PROTOCOL_SETUP.get(protocol)
+        cdef int packed
         if not (type(max_event_bytes) is int and type(max_line_bytes) is int
-                and max_event_bytes >= 1 and max_line_bytes >= 1 and protocol in _PROTOCOLS):
+                and max_event_bytes >= 1 and max_line_bytes >= 1 and setup is not None):
             check_options(protocol, max_event_bytes, max_line_bytes)
         self.protocol = protocol
         self.max_event_bytes = max_event_bytes
         self.max_line_bytes = max_line_bytes
         self.caches = _default_caches if caches is None else caches
         self.templates = self.caches.templates
-        self.detected = _PROTOCOL_CODES[None if protocol == _limits.AUTO else protocol]
-        if self.detected == D_BEDROCK_INVOKE:
-            self.detected = D_NONE  # its model's protocol, found from its first event
-            self.outer = D_BEDROCK_INVOKE
-        if protocol == _limits.AUTO or d.FRAMINGS[protocol] == d.FRAMING_SSE:
-            self.framing = FR_UNDECIDED  # SSE, or a JSON array: the first byte tells
-        else:
-            self.framing = FR_EVENTSTREAM if d.FRAMINGS[protocol] == d.FRAMING_EVENTSTREAM else FR_NDJSON
+        packed = setup
+        self.detected = packed & 0xFF
+        self.outer = (packed >> 8) & 0xFF
+        self.framing = packed >> 16
         self.fr.at_start = True
         self.error_code.len = self.model.len = self.blocked.len = -1
         self.last_seq = -1
@@ -1979,7 +1997,7 @@ cdef class Scanner:
         values["choices"] = n_finishes
         values["model"] = self.caches.model_name(&self.model) if self.model.len >= 0 else None
         # _verdict._verdict(values), without the call: a Verdict whose __dict__ is values
-        verdict = _object_new(Verdict)
+        verdict = PyType_GenericAlloc(Verdict, 0)
         PyObject_GenericSetDict(verdict, values, NULL)
         return verdict
 
