@@ -23,7 +23,7 @@ cdef extern from "_eventstream.h":
         H_ERROR_CODE "FASTSSE_H_ERROR_CODE"
         N_HEADERS "FASTSSE_N_HEADERS"
     void eventstream_init "fastsse_eventstream_init"() noexcept
-    uint32_t crc32 "fastsse_crc32"(const unsigned char* p, size_t n) noexcept nogil
+    uint32_t crc32 "fastsse_crc32"(uint32_t crc, const unsigned char* p, size_t n) noexcept nogil  # zlib's
     uint32_t be32 "fastsse_be32"(const unsigned char* p) noexcept nogil
     int read_headers "fastsse_headers_kept"(HeadersKept* kept, const unsigned char* h, Py_ssize_t n,
                                             Span* found) noexcept nogil

@@ -43,3 +43,6 @@ def scan(
 # For tests: the widest base64 blocks the decoder may use (2: AVX2, 1: SSSE3, 0: none) where the
 # CPU has them; returns the width allowed before.
 def _base64_widest(widest: int) -> int: ...
+
+# For tests: zlib.crc32(data, crc) as the compiled twin checks event-stream frames.
+def _crc32(crc: int, data: bytes) -> int: ...

@@ -31,6 +31,11 @@ from .events import (
 )
 from .feeding import agree
 
+try:
+    from fastsse import _scanner as _scanner_c
+except ImportError:
+    _scanner_c = None
+
 eventstream = pytest.importorskip("botocore.eventstream")
 
 BEDROCK_STREAMS = [COMPLETE_STREAMS["bedrock-converse"], COMPLETE_STREAMS["bedrock-invoke"]]
@@ -248,10 +253,24 @@ def test_the_message_crc_of_every_length(size):
     stream = converse(C_START, frame, *c_stop("end_turn"))
     verdict = agree(stream, "bedrock-converse", chunked=size % 50 == 0)
     assert verdict.category == "complete" and verdict.malformed_events == 0
-    broken = bytearray(frame)
-    broken[len(broken) // 2 + 6] ^= 0x10
-    verdict = agree(converse(C_START, bytes(broken), *c_stop("end_turn")), "bedrock-converse", chunked=False)
-    assert verdict.category == "malformed_event"
+    for at in (12, len(frame) // 2 + 6, len(frame) - 5):  # after the prelude, inside, the last byte
+        broken = bytearray(frame)
+        broken[at] ^= 0x10
+        verdict = agree(converse(C_START, bytes(broken), *c_stop("end_turn")), "bedrock-converse", chunked=False)
+        assert verdict.category == "malformed_event", at
+
+
+@pytest.mark.skipif(_scanner_c is None, reason="compiled twin not built")
+def test_the_compiled_crc32_is_zlibs():
+    """Every length to 600 (the table below 64 bytes, carry-less multiplication from 64 on, its
+    last 1 to 15 bytes folded in), from three alignments, going on from several CRCs."""
+    rng = random.Random(32)
+    data = rng.randbytes(604)
+    for crc in (0, 0xFFFFFFFF, rng.getrandbits(32), rng.getrandbits(32)):
+        for size in range(601):
+            for start in range(3):
+                part = data[start : start + size]
+                assert _scanner_c._crc32(crc, part) == zlib.crc32(part, crc), (crc, size, start)
 
 
 def test_ndjson_lines_are_bounded(impl):
