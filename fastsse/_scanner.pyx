@@ -22,10 +22,10 @@ decides a category: ``close()`` hands what it saw to ``_verdict._judge``, as ``d
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_Copy
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
-from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
 from libc.string cimport memchr, memcmp, memcpy
 
@@ -58,14 +58,60 @@ from . import _verdict
 from ._verdict import Verdict, _judge, _judge_cached, _model_name
 
 cdef extern from "Python.h":
-    int PyObject_GenericSetDict(object o, object value, void* context) except -1
     object PyType_GenericAlloc(type t, Py_ssize_t nitems)
 
-# close() makes a Verdict as object.__new__(Verdict) does, without the call: Verdict has no
-# __new__ of its own and allocates as every class does (nothing abstract: object.__new__'s
-# other checks are for arguments, which there are none of)
-if Verdict.__new__ is not object.__new__ or getattr(Verdict, "__abstractmethods__", None):
-    raise ImportError("fastsse._scanner is stale: Verdict has a __new__ of its own")
+# close() makes a Verdict as Verdict(**values) does, without the call: it allocates one as
+# object.__new__(Verdict) does (Verdict has no __new__ of its own, nothing abstract) and puts
+# each field's value in its slot.  Where each slot lies is found here, from an instance whose
+# fields hold distinct objects: a Verdict whose layout differs stops the import.
+cdef Py_ssize_t _FIELD_OFFSETS[32]
+cdef int _N_FIELDS = len(_verdict.VERDICT_FIELDS)
+
+
+cdef int _find_field_offsets() except -1:
+    cdef Py_ssize_t i, at
+    cdef Py_ssize_t words = Verdict.__basicsize__ // sizeof(PyObject*)
+    if (Verdict.__new__ is not object.__new__ or getattr(Verdict, "__abstractmethods__", None)
+            or _N_FIELDS > 32 or Verdict.__dictoffset__):
+        raise ImportError("fastsse._scanner is stale: Verdict is not the class it makes")
+    marks = [object() for _ in range(_N_FIELDS)]
+    probe = Verdict(*marks)
+    for i in range(_N_FIELDS):
+        _FIELD_OFFSETS[i] = -1
+        for at in range(words):
+            if (<PyObject**><PyObject*>probe)[at] == <PyObject*>marks[i]:
+                _FIELD_OFFSETS[i] = at
+        if _FIELD_OFFSETS[i] < 2:  # past the object's head (its count and type)
+            raise ImportError("fastsse._scanner is stale: a Verdict field is not in a slot")
+    return 0
+
+
+_find_field_offsets()
+
+
+# The fields close() sets from the stream's counters; the others are its judgement (_judge's
+# answer), which _judgement returns as a tuple in the order of _JUDGED_FIELDS.
+_F = {name: i for i, name in enumerate(_verdict.VERDICT_FIELDS)}
+cdef int _F_RESIDUAL_BYTES = _F.pop("residual_bytes"), _F_EVENTS = _F.pop("events")
+cdef int _F_BYTES = _F.pop("bytes"), _F_COMMENTS = _F.pop("comments")
+cdef int _F_MALFORMED_EVENTS = _F.pop("malformed_events"), _F_TEXT_EVENTS = _F.pop("text_events")
+cdef int _F_REASONING_EVENTS = _F.pop("reasoning_events")
+cdef int _F_REFUSAL_EVENTS = _F.pop("refusal_events"), _F_TOOL_CALLS = _F.pop("tool_calls")
+cdef int _F_OUTPUT_EVENTS = _F.pop("output_events"), _F_CHOICES = _F.pop("choices")
+cdef int _F_MODEL = _F.pop("model")
+cdef tuple _JUDGED_FIELD_NAMES = tuple(_F)
+cdef int N_JUDGED_FIELDS = len(_F)
+cdef int _JUDGED_FIELDS[32]
+for _i, _name in enumerate(_JUDGED_FIELD_NAMES):
+    _JUDGED_FIELDS[_i] = _verdict.VERDICT_FIELDS.index(_name)
+del _F, _i, _name
+
+
+cdef inline void _set_field(object verdict, int field, object value) noexcept:
+    """Put value in the field's slot of a Verdict that close() allocated (the slot is empty)."""
+    Py_INCREF(value)
+    (<PyObject**><PyObject*>verdict)[_FIELD_OFFSETS[field]] = <PyObject*>value
+
 
 cdef enum:
     PREFETCH_AHEAD = 2048  # how far ahead of the reading the chunk is asked into the cache
@@ -326,7 +372,7 @@ cdef class Caches:
 
     cdef TemplateTable* templates
     cdef Judged judged[JUDGED]
-    cdef list judged_heads  # the answers of judged (None: an empty slot)
+    cdef list judged_heads  # the answers of judged, as _judgement returns them (None: empty)
     cdef int judged_next  # the slot the next new judgement takes
     cdef Str named_model  # the last model name sanitized, and the name
     cdef object named_model_str
@@ -1899,7 +1945,8 @@ cdef class Scanner:
 
     # ------------------------------------------------------------------ the end
     cdef object _judgement(self, str transport, Py_ssize_t residual, int n_finishes):
-        """_judge's answer for this stream, whose first n_finishes finish reasons count.  Most
+        """_judge's answer for this stream, whose first n_finishes finish reasons count: the
+        values of the fields _JUDGED_FIELD_NAMES names, in that order, as a tuple.  Most
         streams end like one of the last few judged (the same protocol, finish reason and
         flags): then the answer is that stream's (Caches.judgement), found by comparing C
         values instead of hashing a tuple of _judge's Python arguments."""
@@ -1943,14 +1990,14 @@ cdef class Scanner:
             self.malformed > 0, self.sequence_gap, finishes, str_bytes(&self.blocked),
             self.guardrail, text, reasoning, refusal, tool_calls, self.tool_malformed, output,
             self.hidden_reasoning)
+        judged = tuple([head[name] for name in _JUDGED_FIELD_NAMES])
         if memo:
-            self.caches.remember(&k, head)
-        return head
+            self.caches.remember(&k, judged)
+        return judged
 
     def close(self, str transport="eof"):
         cdef int i, n_finishes
         cdef Py_ssize_t residual
-        cdef dict values
         if transport not in _TRANSPORTS:
             check_transport(transport)
         if self.closed:
@@ -1983,23 +2030,24 @@ cdef class Scanner:
         self._free_protocol_state()
         # decide() for the Evidence this scanner holds, without building it: the judgement
         # (the same as the last stream's, or _judge's, cached), then the counters.
-        head = self._judgement(transport, residual, n_finishes)
-        values = PyDict_Copy(head)
-        values["residual_bytes"] = residual
-        values["events"] = self.events
-        values["bytes"] = self.total_bytes
-        values["comments"] = self.comments
-        values["malformed_events"] = self.malformed
-        values["text_events"] = self.text
-        values["reasoning_events"] = self.reasoning
-        values["refusal_events"] = self.refusal
-        values["tool_calls"] = self.tool_calls
-        values["output_events"] = self.output
-        values["choices"] = n_finishes
-        values["model"] = self.caches.model_name(&self.model) if self.model.len >= 0 else None
-        # _verdict._verdict(values), without the call: a Verdict whose __dict__ is values
+        judged = self._judgement(transport, residual, n_finishes)
+        # _verdict._verdict(values), without the call or the dict: each field in its slot
         verdict = PyType_GenericAlloc(Verdict, 0)
-        PyObject_GenericSetDict(verdict, values, NULL)
+        for i in range(N_JUDGED_FIELDS):
+            _set_field(verdict, _JUDGED_FIELDS[i], <object>PyTuple_GET_ITEM(judged, i))
+        _set_field(verdict, _F_RESIDUAL_BYTES, residual)
+        _set_field(verdict, _F_EVENTS, self.events)
+        _set_field(verdict, _F_BYTES, self.total_bytes)
+        _set_field(verdict, _F_COMMENTS, self.comments)
+        _set_field(verdict, _F_MALFORMED_EVENTS, self.malformed)
+        _set_field(verdict, _F_TEXT_EVENTS, self.text)
+        _set_field(verdict, _F_REASONING_EVENTS, self.reasoning)
+        _set_field(verdict, _F_REFUSAL_EVENTS, self.refusal)
+        _set_field(verdict, _F_TOOL_CALLS, self.tool_calls)
+        _set_field(verdict, _F_OUTPUT_EVENTS, self.output)
+        _set_field(verdict, _F_CHOICES, n_finishes)
+        _set_field(verdict, _F_MODEL,
+                   self.caches.model_name(&self.model) if self.model.len >= 0 else None)
         return verdict
 
 
