@@ -37,9 +37,10 @@ base64 of a repeat differs throughout), and a repeat is compared once decoded.  
 read (Memo.op) and what it counts as (Memo.slot) are worked out when the event is kept, and
 settled at its first replay (memo_settle): a free value that came again becomes bytes to
 compare, a free string that came as wide (Ollama's created_at) is taken as wide (HOP_FIXED).
-An event whose holes are then all strings, one of them taken as wide, is plain: its repeats are
-counted in runs by a C loop (``_replay.h``, replay_run), which leaves anything it cannot take
-(a stamp of another width, a control byte) to memo_match, which reads such a hole as a string.
+An event whose holes are then all strings and numbers, one of them taken as wide or a number,
+is plain: its repeats are counted in runs by a C loop (``_replay.h``, replay_run), which leaves
+anything it cannot take (a stamp of another width, a control byte, a number with a sign, a
+fraction or an exponent) to memo_match, which reads such a hole as a string (number).
 
 Templates.  Replaying needs an event read in full first: in a chat stream, its role chunk,
 first content chunk, finish chunk and usage chunk are each the first of their shape, and the
@@ -110,6 +111,7 @@ cdef extern from "_replay.h":
         # looks at its bytes (nothing in them may end a plain string) and compares the kept
         # event's bytes around them; memo_match reads it as a string.
         HOP_FIXED "FASTSSE_HOP_FIXED"
+        HOP_NUMBER "FASTSSE_HOP_NUMBER"  # a number (replay_run takes plain integers)
     int replay_widest "fastsse_replay_widest"  # 1: AVX2 in runs where the CPU has it, 0: SSE2
     const unsigned char* replay_run "fastsse_replay_run"(
         const unsigned char* t, Py_ssize_t len, Py_ssize_t tail, int n, const Py_ssize_t* start,
@@ -120,7 +122,7 @@ cdef extern from "_replay.h":
 
 cdef enum:  # how memo_match reads a hole (Memo.op)
     HOP_STRING = 0  # a string
-    HOP_NUMBER = 1
+    #            (1: HOP_NUMBER, above)
     HOP_SPACE = 2  # spaces and tabs
     HOP_ARGS = 3  # a tool call's arguments, read in any case: they go to the JSON check
     HOP_SEQ = 4  # a sequence number, read in any case: the caller checks it
@@ -142,9 +144,9 @@ ctypedef struct Memo:  # the event a stream keeps to replay the ones that repeat
     Py_ssize_t base[COUNTED]  # text, reasoning, refusal counted outside its holes (content parts)
     bint fresh  # not replayed yet: holes that repeat their value become bytes to compare
     unsigned same_width  # the holes that held a string as wide as the kept one (first replay)
-    # replayed, every hole a string (HOP_STRING, HOP_FIXED; one HOP_FIXED at least), no call
-    # fragment, no argument delta, no sequence number: its repeats are counted in runs
-    # (replay_run), those the run leaves by memo_match
+    # replayed, every hole a string or a number (HOP_STRING, HOP_FIXED, HOP_NUMBER; one
+    # HOP_FIXED or HOP_NUMBER at least), no call fragment, no argument delta, no sequence
+    # number: its repeats are counted in runs (replay_run), those the run leaves by memo_match
     bint plain
     Py_ssize_t run_hits, run_misses  # repeats the runs counted, and those they left (memo_missed)
     # the roles whose holes count as text, reasoning and refusal (-1: none): H_TEXT.. in a
@@ -290,7 +292,7 @@ cdef inline void memo_settle(Memo* m, unsigned same) noexcept:
     hole that held another value (the text, the padding) is read without trying the kept
     one."""
     cdef int h, kept = 0
-    cdef bint fixed = False
+    cdef bint fixed = False, numbers = False
     m.fresh = False
     for h in range(m.n_holes):
         if (m.role[h] == H_FREE or m.role[h] == H_NUMBER or m.role[h] == H_SPACE) and same & (1u << h):
@@ -305,12 +307,15 @@ cdef inline void memo_settle(Memo* m, unsigned same) noexcept:
             fixed = True
         kept += 1
     m.n_holes = kept
-    # Runs are for events with such a hole: chat's, without one, stopped them every few events
-    # (escapes, padding of every width) and gained nothing.
-    m.plain = fixed and not (m.tool or m.block or m.seq)
+    # Runs are for events with such a hole, or a number that varies (Gemini's token counts):
+    # chat's, with neither, stopped them every few events (escapes, padding of every width) and
+    # gained nothing.
+    m.plain = not (m.tool or m.block or m.seq)
     m.run_hits = m.run_misses = 0
     for h in range(kept):
-        m.plain &= m.op[h] == HOP_STRING or m.op[h] == HOP_FIXED
+        m.plain &= m.op[h] == HOP_STRING or m.op[h] == HOP_FIXED or m.op[h] == HOP_NUMBER
+        numbers |= m.op[h] == HOP_NUMBER
+    m.plain &= fixed or numbers
     if not m.plain:
         memo_unfix(m)
 

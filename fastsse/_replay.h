@@ -1,23 +1,24 @@
 /* Replaying the events that repeat a kept one, in a run: the compiled scanner's hot loop for
-   a kept event whose holes are all plain strings (see _caches.pxd, Memo.plain).
+   a kept event whose holes are all strings and numbers (see _caches.pxd, Memo.plain).
 
    memo_match reads any kept event, one event a call, with what every kind of hole needs (the
    kept value tried first, numbers, arguments, sequence numbers, escapes).  Once a kept event
-   has been replayed, most of its holes are strings that vary (the text) or free strings as
-   wide as the kept ones (a time stamp, HOP_FIXED); for such an event this loop counts every
-   repeat in a chunk without leaving C, its counters in registers.  It takes an event only if
+   has been replayed, most of its holes are strings that vary (the text), free strings as wide
+   as the kept ones (a time stamp, HOP_FIXED) or numbers no rule reads (Gemini's token counts);
+   for such an event this loop counts every repeat in a chunk without leaving C, its counters
+   in registers.  It takes an event only if
    memo_match would take it and count the same: where it cannot tell (a time stamp of another
-   width, a control byte, a bad escape, a line past the bound), it stops before that event and
-   memo_match looks at it. */
+   width, a control byte, a bad escape, a number with a sign, a fraction or an exponent, a line
+   past the bound), it stops before that event and memo_match looks at it. */
 #ifndef FASTSSE_REPLAY_H
 #define FASTSSE_REPLAY_H
 
 #include <stddef.h>
 #include "_simd.h"
 
-/* A hole of a plain kept event is a string (_caches.pxd's HOP_STRING) or this one, a string as
-   wide as the kept one (_caches.pxd takes its HOP_FIXED from here). */
-enum { FASTSSE_HOP_FIXED = 5 };
+/* A hole of a plain kept event is a string (_caches.pxd's HOP_STRING), a number or a string as
+   wide as the kept one (_caches.pxd takes its HOP_NUMBER and HOP_FIXED from here). */
+enum { FASTSSE_HOP_NUMBER = 1, FASTSSE_HOP_FIXED = 5 };
 
 /* Whether a run may use AVX2 where the CPU has it (1) or only SSE2 (0).  Tests lower it to
    hold each path to the same answers. */
@@ -87,7 +88,17 @@ static inline __attribute__((always_inline)) const unsigned char *fastsse_replay
             if (stop - q <= seg || !FASTSSE_RUN_EQUAL(q, t + tpos, seg))
                 goto done;
             q += seg;
-            if (op[h] == FASTSSE_HOP_FIXED) {
+            if (op[h] == FASTSSE_HOP_NUMBER) {
+                /* digits, without a leading zero: a number as skip_number reads it (what
+                   follows is compared next); a sign, a fraction or an exponent is left to
+                   memo_match */
+                const unsigned char *digits = q;
+                while (q < stop && (unsigned)(*q - '0') < 10)
+                    q++;
+                if (q == digits || (*digits == '0' && q - digits > 1))
+                    goto done;
+                seen[slot[h]] += 1;
+            } else if (op[h] == FASTSSE_HOP_FIXED) {
                 /* as wide as the kept one, and nothing in it that ends a plain string */
                 width = end[h] - start[h];
                 if (stop - q <= width || FASTSSE_RUN_PLAIN(q, width) != width)

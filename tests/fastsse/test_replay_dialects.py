@@ -745,15 +745,17 @@ def test_twins_agree_on_ollama_near_repeats(data):
 # ---------------------------------------------------------------------------------- gemini
 
 
-def g_chunk(*parts: bytes, finish: bytes = b"", total: int = 9, end: bytes = b"\r\n\r\n") -> bytes:
-    """A Gemini chunk written byte by byte: each part's bytes as given (b'{"text": "..."}')."""
+def g_chunk(*parts: bytes, finish: bytes = b"", total: int | bytes = 9, end: bytes = b"\r\n\r\n") -> bytes:
+    """A Gemini chunk written byte by byte: each part's bytes as given (b'{"text": "..."}'), its
+    totalTokenCount a number or the bytes given."""
     finish_reason = b',"finishReason": "%s"' % finish if finish else b""
+    total = b"%d" % total if isinstance(total, int) else total
     return (
         b'data: {"candidates": [{"content": {"parts": ['
         + b",".join(parts)
         + b'],"role": "model"}'
         + finish_reason
-        + b',"index": 0}],"usageMetadata": {"promptTokenCount": 4,"totalTokenCount": %d},'
+        + b',"index": 0}],"usageMetadata": {"promptTokenCount": 4,"totalTokenCount": %s},'
         b'"modelVersion": "gemini-2.5-flash","responseId": "r1"}' % total + end
     )
 
@@ -771,6 +773,37 @@ def test_gemini_chunks_of_any_number_of_parts_are_replayed():
     verdict, replayed = agree(b"".join(chunks) + g_chunk(g_text(b"."), finish=b"STOP"))
     assert verdict.category == "complete" and verdict.text_events == sum(1 + i % 3 for i in range(24)) + 1
     assert replayed >= 18  # the three shapes, each kept (one current, the others spare)
+
+
+@pytest.mark.parametrize(
+    ("number", "category"),
+    [
+        (b"0", "complete"),
+        (b"7", "complete"),
+        (b"12345678901234567890123", "complete"),  # wider than any count: still a number
+        (b"-3", "complete"),  # a sign, a fraction, an exponent: left to memo_match, read
+        (b"2.5", "complete"),
+        (b"1e3", "complete"),
+        (b'"9"', "complete"),  # a string where a count was: no rule reads it
+        (b"01", "malformed_event"),  # a leading zero is no JSON number
+        (b"00", "malformed_event"),
+        (b"-", "malformed_event"),
+        (b"1.", "malformed_event"),
+        (b"", "malformed_event"),
+        (b"1x", "malformed_event"),
+    ],
+)
+def test_gemini_token_counts_in_a_run(replay_widest, number, category):
+    """A chunk's token count that varies is a number hole, which a run takes when it is digits
+    without a leading zero, of any width; anything else is left to memo_match and the reader,
+    which decide as reading the chunk would."""
+    chunks = [g_chunk(g_text(b"w%d" % i), total=10**i) for i in range(14)]  # 1 to 14 digits
+    verdict, replayed = agree(b"".join(chunks) + g_chunk(g_text(b"."), finish=b"STOP"))
+    assert (verdict.category, verdict.text_events) == ("complete", 15)
+    assert replayed == 13
+    chunks[9] = g_chunk(g_text(b"w9"), total=number)
+    verdict, _ = agree(b"".join(chunks) + g_chunk(g_text(b"."), finish=b"STOP"))
+    assert verdict.category == category
 
 
 def test_gemini_thought_parts_count_once_whatever_their_text():
