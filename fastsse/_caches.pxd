@@ -37,10 +37,10 @@ base64 of a repeat differs throughout), and a repeat is compared once decoded.  
 read (Memo.op) and what it counts as (Memo.slot) are worked out when the event is kept, and
 settled at its first replay (memo_settle): a free value that came again becomes bytes to
 compare, a free string that came as wide (Ollama's created_at) is taken as wide (HOP_FIXED).
-An event whose holes are then all strings and numbers, one of them taken as wide or a number,
-is plain: its repeats are counted in runs by a C loop (``_replay.h``, replay_run), which leaves
-anything it cannot take (a stamp of another width, a control byte, a number with a sign, a
-fraction or an exponent) to memo_match, which reads such a hole as a string (number).
+An event whose holes are then all strings and numbers is plain: its repeats are counted in
+runs by a C loop (``_replay.h``, replay_run), which leaves anything it cannot take (a stamp of
+another width, a control byte, a number with a sign, a fraction or an exponent) to memo_match,
+which reads such a hole as a string (number).
 
 Templates.  Replaying needs an event read in full first: in a chat stream, its role chunk,
 first content chunk, finish chunk and usage chunk are each the first of their shape, and the
@@ -144,9 +144,9 @@ ctypedef struct Memo:  # the event a stream keeps to replay the ones that repeat
     Py_ssize_t base[COUNTED]  # text, reasoning, refusal counted outside its holes (content parts)
     bint fresh  # not replayed yet: holes that repeat their value become bytes to compare
     unsigned same_width  # the holes that held a string as wide as the kept one (first replay)
-    # replayed, every hole a string or a number (HOP_STRING, HOP_FIXED, HOP_NUMBER; one
-    # HOP_FIXED or HOP_NUMBER at least), no call fragment, no argument delta, no sequence
-    # number: its repeats are counted in runs (replay_run), those the run leaves by memo_match
+    # replayed, every hole a string or a number (HOP_STRING, HOP_FIXED, HOP_NUMBER), no call
+    # fragment, no argument delta, no sequence number: its repeats are counted in runs
+    # (replay_run), those the run leaves by memo_match
     bint plain
     Py_ssize_t run_hits, run_misses  # repeats the runs counted, and those they left (memo_missed)
     # the roles whose holes count as text, reasoning and refusal (-1: none): H_TEXT.. in a
@@ -292,7 +292,6 @@ cdef inline void memo_settle(Memo* m, unsigned same) noexcept:
     hole that held another value (the text, the padding) is read without trying the kept
     one."""
     cdef int h, kept = 0
-    cdef bint fixed = False, numbers = False
     m.fresh = False
     for h in range(m.n_holes):
         if (m.role[h] == H_FREE or m.role[h] == H_NUMBER or m.role[h] == H_SPACE) and same & (1u << h):
@@ -304,18 +303,12 @@ cdef inline void memo_settle(Memo* m, unsigned same) noexcept:
         m.op[kept] = m.op[h] if same & (1u << h) else m.op[h] & ~HOP_TRY
         if m.role[h] == H_FREE and m.op[kept] == HOP_STRING and m.same_width & (1u << h):
             m.op[kept] = HOP_FIXED
-            fixed = True
         kept += 1
     m.n_holes = kept
-    # Runs are for events with such a hole, or a number that varies (Gemini's token counts):
-    # chat's, with neither, stopped them every few events (escapes, padding of every width) and
-    # gained nothing.
     m.plain = not (m.tool or m.block or m.seq)
     m.run_hits = m.run_misses = 0
     for h in range(kept):
         m.plain &= m.op[h] == HOP_STRING or m.op[h] == HOP_FIXED or m.op[h] == HOP_NUMBER
-        numbers |= m.op[h] == HOP_NUMBER
-    m.plain &= fixed or numbers
     if not m.plain:
         memo_unfix(m)
 

@@ -88,7 +88,19 @@ static inline __attribute__((always_inline)) const unsigned char *fastsse_replay
             if (stop - q <= seg || !FASTSSE_RUN_EQUAL(q, t + tpos, seg))
                 goto done;
             q += seg;
-            if (op[h] == FASTSSE_HOP_NUMBER) {
+            if (op[h] == FASTSSE_HOP_FIXED) {
+                /* as wide as the kept one, and nothing in it that ends a plain string */
+                width = end[h] - start[h];
+                if (stop - q <= width || FASTSSE_RUN_PLAIN(q, width) != width)
+                    goto done;
+                q += width;
+            } else if (op[h] != FASTSSE_HOP_NUMBER) {
+                close = fastsse_string_close(q, stop, unescape, hex, avx2);
+                if (close == NULL)
+                    goto done; /* a control byte, a bad escape, or the chunk's end */
+                seen[slot[h]] += close > q;
+                q = close;
+            } else {
                 /* digits, without a leading zero: a number as skip_number reads it (what
                    follows is compared next); a sign, a fraction or an exponent is left to
                    memo_match */
@@ -98,18 +110,6 @@ static inline __attribute__((always_inline)) const unsigned char *fastsse_replay
                 if (q == digits || (*digits == '0' && q - digits > 1))
                     goto done;
                 seen[slot[h]] += 1;
-            } else if (op[h] == FASTSSE_HOP_FIXED) {
-                /* as wide as the kept one, and nothing in it that ends a plain string */
-                width = end[h] - start[h];
-                if (stop - q <= width || FASTSSE_RUN_PLAIN(q, width) != width)
-                    goto done;
-                q += width;
-            } else {
-                close = fastsse_string_close(q, stop, unescape, hex, avx2);
-                if (close == NULL)
-                    goto done; /* a control byte, a bad escape, or the chunk's end */
-                seen[slot[h]] += close > q;
-                q = close;
             }
             tpos = end[h];
         }
