@@ -2067,16 +2067,20 @@ cdef inline int _read_json(Scanner s, Pos data, Py_ssize_t n) except -1:
     return 2 if json_finish(&s.js) else 0
 
 
+cdef int _set_widest(int* setting, int widest, int most) except -1:
+    """Set a C setting of the widest SIMD path to widest (0 to most); the value before."""
+    cdef int before = setting[0]
+    if not 0 <= widest <= most:
+        raise ValueError(f"widest is from 0 to {most}, not {widest}")
+    setting[0] = widest
+    return before
+
+
 def _base64_widest(int widest):
     """Let base64 decoding use blocks of at most this width (2: AVX2, 1: SSSE3, 0: none, the
     scalar decoder alone), where the CPU has them; returns the width allowed before.  For tests,
     which hold every path to the same answers: the answers never depend on it."""
-    global base64_widest
-    cdef int before = base64_widest
-    if not 0 <= widest <= 2:
-        raise ValueError("widest is 0, 1 or 2")
-    base64_widest = widest
-    return before
+    return _set_widest(&base64_widest, widest, 2)
 
 
 def _crc32(unsigned int crc, const unsigned char[::1] data not None):
@@ -2089,12 +2093,7 @@ def _replay_widest(int widest):
     """Let runs of replayed events (_replay.h) use AVX2 where the CPU has it (1) or only SSE2
     (0); returns the setting before.  For tests, which hold both paths to the same answers: the
     answers never depend on it."""
-    global replay_widest
-    cdef int before = replay_widest
-    if not 0 <= widest <= 1:
-        raise ValueError("widest is 0 or 1")
-    replay_widest = widest
-    return before
+    return _set_widest(&replay_widest, widest, 1)
 
 
 def scan(data, str protocol="auto", str transport="eof", *,
