@@ -51,13 +51,6 @@ static inline uint32_t fastsse_crc32_table(uint32_t crc, const unsigned char *p,
 #define FASTSSE_CLMUL 1
 #include <immintrin.h>
 
-/* The CRC register after p[0:n] (n >= 64) by carry-less multiplication: four 128-bit lanes
-   are folded forward 512 bits at a time, then into one lane, which takes the last bytes in
-   and is reduced to 32 bits (Barrett).  This is the method of Gopal et al., "Fast CRC Computation for
-   Generic Polynomials Using PCLMULQDQ Instruction" (Intel, 2009), for the reflected IEEE
-   polynomial; the constants are powers of x modulo that polynomial, as the paper derives them:
-   x^(4*128+32) and x^(4*128-32) mod P (folding by 512 bits), x^(128+32) and x^(128-32) mod P
-   (by 128), x^64 mod P (128 to 64 bits), and P with floor(x^64 / P) for the reduction. */
 /* pshufb masks, loaded from offset 16 + k: bytes shifted down by k (toward the start, zeros
    after); from offset k: up by 16 - k (zeros before).  0x80 makes a zero byte. */
 static const unsigned char fastsse_crc_shift[48] = {
@@ -65,6 +58,14 @@ static const unsigned char fastsse_crc_shift[48] = {
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
     0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80};
 
+/* The CRC register after p[0:n] (n >= 64) by carry-less multiplication: four 128-bit lanes
+   are folded forward 512 bits at a time, then into one lane, which takes the last bytes in
+   and is reduced to 32 bits (Barrett).  This is the method of Gopal et al., "Fast CRC
+   Computation for Generic Polynomials Using PCLMULQDQ Instruction" (Intel, 2009), for the
+   reflected IEEE polynomial; the constants are powers of x modulo that polynomial, as the
+   paper derives them: x^(4*128+32) and x^(4*128-32) mod P (folding by 512 bits), x^(128+32)
+   and x^(128-32) mod P (by 128), x^64 mod P (128 to 64 bits), and P with floor(x^64 / P) for
+   the reduction. */
 __attribute__((target("pclmul,sse4.1")))
 static uint32_t fastsse_crc32_clmul(uint32_t crc, const unsigned char *p, size_t n) {
     const __m128i fold512 = _mm_set_epi64x(0x01c6e41596LL, 0x0154442bd4LL);
@@ -106,7 +107,8 @@ static uint32_t fastsse_crc32_clmul(uint32_t crc, const unsigned char *p, size_t
         const __m128i up = _mm_loadu_si128((const __m128i *)(fastsse_crc_shift + n));
         const __m128i down = _mm_loadu_si128((const __m128i *)(fastsse_crc_shift + 16 + n));
         const __m128i last = _mm_loadu_si128((const __m128i *)(p + n - 16));
-        a = FASTSSE_FOLD(_mm_shuffle_epi8(a, up), fold128, _mm_blendv_epi8(last, _mm_shuffle_epi8(a, down), up));
+        a = FASTSSE_FOLD(_mm_shuffle_epi8(a, up), fold128,
+                         _mm_blendv_epi8(last, _mm_shuffle_epi8(a, down), up));
     }
 #undef FASTSSE_FOLD
     /* 128 bits to 64, then Barrett's reduction to 32 */

@@ -6,10 +6,10 @@
    has been replayed, most of its holes are strings that vary (the text), free strings as wide
    as the kept ones (a time stamp, HOP_FIXED) or numbers no rule reads (Gemini's token counts);
    for such an event this loop counts every repeat in a chunk without leaving C, its counters
-   in registers.  It takes an event only if
-   memo_match would take it and count the same: where it cannot tell (a time stamp of another
-   width, a control byte, a bad escape, a number with a sign, a fraction or an exponent, a line
-   past the bound), it stops before that event and memo_match looks at it. */
+   in registers.  It takes an event only if memo_match would take it and count the same: where
+   it cannot tell (a time stamp of another width, a control byte, a bad escape, a number with
+   a sign, a fraction or an exponent, a line past the bound), it stops before that event and
+   memo_match looks at it. */
 #ifndef FASTSSE_REPLAY_H
 #define FASTSSE_REPLAY_H
 
