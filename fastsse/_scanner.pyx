@@ -744,8 +744,7 @@ cdef class Scanner:
                     return 0
                 self.memo_event = self.template_event = False
                 value_off = self._ndjson_line(p + pos, end - pos)  # p[end], its LF, is readable
-                self.template_event = False  # templates are of chat's SSE events
-                if self.memo_event and self.limit is None:
+                if (self.memo_event or self.template_event) and self.limit is None:
                     self._keep_event(p + pos, 1, end - pos, value_off)
             if self.limit is not None:
                 return 0
@@ -1065,6 +1064,11 @@ cdef class Scanner:
                     t.n_choices = 1
                     t.index[0] = 0
                     self._terminal_finish(self.kind, &t.finish[0])
+            elif self.detected == D_OLLAMA and self.rec.done == 1:  # (_ollama: the last line)
+                t.ends = True
+                t.n_choices = 1
+                t.index[0] = 0
+                t.finish[0] = self.rec.stop_reason
         return 0
 
     cdef int _dispatch_data(self, Pos data, Py_ssize_t n) except -1:
@@ -1218,10 +1222,8 @@ cdef class Scanner:
                 pos = self._replay(p, pos, n)
                 if pos == start or not self.memo.plain:
                     break
-            if ((self.detected != D_CHAT and self.detected != D_GEMINI
-                    and self.detected != D_RESPONSES and self.detected != D_NONE)
-                    or self.framing != FR_SSE or pos >= n):
-                return pos  # templates are of SSE events of these (or may name them)
+            if pos >= n or not self._templated_here():
+                return pos
             start = pos
             pos = self._from_template(p, pos, n)
             if pos == start:
@@ -1440,6 +1442,14 @@ cdef class Scanner:
             json_feed(check, s, n)
         return 0
 
+    cdef inline bint _templated_here(self) noexcept:
+        """Whether this stream's events may match templates: chat's, Gemini's and Responses' SSE
+        events (an auto stream's first one may name its protocol), and Ollama's lines."""
+        if self.framing == FR_SSE:
+            return (self.detected == D_CHAT or self.detected == D_GEMINI
+                    or self.detected == D_RESPONSES or self.detected == D_NONE)
+        return self.framing == FR_NDJSON and self.detected == D_OLLAMA
+
     cdef bint _templatable(self) noexcept:
         """Can the event just interpreted be repeated from a template (see _caches.pxd)?"""
         cdef Record* r = &self.rec
@@ -1452,6 +1462,11 @@ cdef class Scanner:
             if not (self.kind == -1 or self.kind == K_START or self.kind == K_ITEM_DONE
                     or self.kind == K_COMPLETED or self.kind == K_INCOMPLETE or (
                         self.kind == K_ITEM_ADDED and output_kind(&r.item_type) == OUT_TEXT)):
+                return False
+        elif self.detected == D_OLLAMA:
+            # a line without whole tool calls, the last one too: its done and done_reason are
+            # read, not holes, and its effect ends the stream as _ollama does
+            if r.calls:
                 return False
         elif self.detected != D_CHAT and self.detected != D_GEMINI:
             return False
@@ -1511,7 +1526,10 @@ cdef class Scanner:
             self._note_model(&t.model)
             for i in range(t.n_choices):
                 self._finish(t.index[i], &t.finish[i])
-            self._add_content(counts[H_TEXT], counts[H_REASONING], counts[H_REFUSAL])
+            if self.detected == D_OLLAMA:  # (_ollama: its text and thinking)
+                self._add_content(counts[H_DELTA_TEXT], counts[H_DELTA_THINKING], 0)
+            else:
+                self._add_content(counts[H_TEXT], counts[H_REASONING], counts[H_REFUSAL])
             if t.reasoning_tokens:  # (_note_whole)
                 self.hidden_reasoning = True
             self.items |= (t.items | (ITEM_TEXT if counts[H_ITEM_TEXT] else 0)
