@@ -46,13 +46,15 @@ Templates.  Replaying needs an event read in full first: in a chat stream, its r
 first content chunk, finish chunk and usage chunk are each the first of their shape, and the
 next stream of the same model sends the same four shapes again (a Gemini stream: its first
 text chunk, first thought chunk and last chunk; a Responses stream: its created, in_progress,
-item and part events and its completed; an Ollama stream: its first line and its last).  So a
-chat, Gemini, Responses or Ollama event read in place
+item and part events, its first delta and its completed; an Ollama stream: its first line and
+its last).  So a chat, Gemini, Responses or Ollama event read in place
 whose effect the scanner can repeat without the Record (choices registered with their finish
 reasons, the model, whether usage counted reasoning tokens, what whole items held, counters;
 Responses: the sequence number, which must follow, the end of a call's arguments, the stream's
 end and finish; Ollama: its text and thinking, and for the last line the stream's end and its
-done_reason; no tool call or arguments, no error, no blockReason, no delta) also becomes a
+done_reason; no tool call or arguments, no error, no blockReason, no delta but a Responses
+text, refusal or reasoning delta, which a match hands to replay as the kept event, its
+sequence number checked) also becomes a
 ``Template``: its bytes with every hole's value cut out, and its effect.  A template belongs
 to the protocol of the stream that made it (``Template.detected``).  An event that equals a
 template outside the holes, with a valid JSON string or number in each hole, would be read
@@ -348,6 +350,9 @@ ctypedef struct Template:
     # the protocol (the scanner's D_* code) of the stream that made it: a template is matched
     # in streams of that protocol only, whose rules finish its effect
     int detected
+    # the event's kind by its protocol's rules (the scanner's K_* code; -1: none): a Responses
+    # delta's says what its delta counts as, in its effect and in the kept event it hands over
+    int kind
     # its effect as the rules of that protocol read it (besides the choices): what whole items
     # held (ITEM_* bits; a message's text and refusal by their holes, H_ITEM_TEXT/REFUSAL),
     # whether it ends the stream, and whether it ends the call arguments at block_index

@@ -1055,6 +1055,7 @@ cdef class Scanner:
             # bytes and holes, as the rest is: a twin's is the same)
             t.items = self.rec.items & ~(ITEM_TEXT | ITEM_REFUSAL)  # those two: by its holes
             t.ends = t.ends_block = False
+            t.kind = self.kind
             if self.detected == D_RESPONSES:
                 if self.kind == K_ITEM_DONE:
                     t.ends_block = True
@@ -1456,10 +1457,13 @@ cdef class Scanner:
         cdef int i
         if self.detected == D_RESPONSES:
             # an event whose effect a template keeps (_keep_event): a start, a part or a text
-            # whole, a message added, an item done, the completed or incomplete event (no delta:
-            # the caches replay those; no failure, no error; an item added whose kind
-            # _responses counts is read)
+            # whole, a message added, an item done, the completed or incomplete event, a text,
+            # refusal or reasoning delta (a stream's first: the others replay it; an argument
+            # delta is read, its fragment goes to a JSON check; no failure, no error; an item
+            # added whose kind _responses counts is read)
             if not (self.kind == -1 or self.kind == K_START or self.kind == K_ITEM_DONE
+                    or self.kind == K_TEXT_DELTA or self.kind == K_REFUSAL_DELTA
+                    or self.kind == K_REASONING_DELTA
                     or self.kind == K_COMPLETED or self.kind == K_INCOMPLETE or (
                         self.kind == K_ITEM_ADDED and output_kind(&r.item_type) == OUT_TEXT)):
                 return False
@@ -1528,6 +1532,12 @@ cdef class Scanner:
                 self._finish(t.index[i], &t.finish[i])
             if self.detected == D_OLLAMA:  # (_ollama: its text and thinking)
                 self._add_content(counts[H_DELTA_TEXT], counts[H_DELTA_THINKING], 0)
+            elif t.kind == K_TEXT_DELTA:  # (_responses: a delta, counted by its kind)
+                self._add_content(counts[H_DELTA], 0, 0)
+            elif t.kind == K_REASONING_DELTA:
+                self._add_content(0, counts[H_DELTA], 0)
+            elif t.kind == K_REFUSAL_DELTA:
+                self._add_content(0, 0, counts[H_DELTA])
             else:
                 self._add_content(counts[H_TEXT], counts[H_REASONING], counts[H_REFUSAL])
             if t.reasoning_tokens:  # (_note_whole)
@@ -1551,9 +1561,11 @@ cdef class Scanner:
             if t.keep and size <= MEMO_MAX_BYTES:
                 self._spare_memo()
                 self.memo.tool = self.memo.seq = self.memo.block = False
+                for i in range(t.n_holes):  # (a Responses delta's sequence number, as _keep)
+                    self.memo.seq |= t.role[i] == H_SEQ and self.detected == D_RESPONSES
                 self.memo.reopens = self.detected == D_GEMINI and t.n_choices > 0
                 self.memo.headers = -1
-                _count_as(self.memo.count_as, self.detected, -1)
+                _count_as(self.memo.count_as, self.detected, t.kind)
                 memo_set(&self.memo, p + pos, size, t.tail, t.n_holes, starts, ends, t.role,
                          t.base)
             template_follow(tt, &self.template_prev, slot)

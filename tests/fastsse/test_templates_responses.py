@@ -26,8 +26,10 @@ pytestmark = pytest.mark.skipif(_scanner_c is None, reason="compiled twin not bu
 
 CANARY = b"CANARY-0b94d2"
 
-# the events a second stream of the same shapes counts from templates: all but its deltas
+# the events a second stream of the same shapes counts from templates: all but its deltas, and
+# of those the first (the kept event the others replay); a stream without deltas, TEMPLATED
 TEMPLATED = 8
+FIRST_DELTA = 1
 
 
 def response(status: bytes, output: bytes, *, rid: bytes, instructions: bytes, reason: bytes | None) -> bytes:
@@ -96,18 +98,18 @@ def test_a_stream_of_the_same_shapes_is_counted_from_templates(protocol):
     second = stream([b"Second", b" answer"], rid=b"resp_22", item=b"msg_22", instructions=b'"be brief"')
     verdict, templated = after(first, second, protocol)
     assert verdict.category == "complete" and verdict.protocol == "responses" and verdict.text_events == 2
-    assert templated == TEMPLATED
+    assert templated == TEMPLATED + FIRST_DELTA
 
 
 @pytest.mark.parametrize(
     "status, reason, category, templated",
     [
-        (b"completed", None, "complete", TEMPLATED),
-        (b"incomplete", b"max_output_tokens", "truncated_length", TEMPLATED),
-        (b"incomplete", b"content_filter", "content_filtered", TEMPLATED),
-        (b"incomplete", None, "missing_finish_reason", TEMPLATED),
-        (b"failed", None, "upstream_error", TEMPLATED),
-        (b"in_progress", None, "upstream_error", TEMPLATED),
+        (b"completed", None, "complete", TEMPLATED + FIRST_DELTA),
+        (b"incomplete", b"max_output_tokens", "truncated_length", TEMPLATED + FIRST_DELTA),
+        (b"incomplete", b"content_filter", "content_filtered", TEMPLATED + FIRST_DELTA),
+        (b"incomplete", None, "missing_finish_reason", TEMPLATED + FIRST_DELTA),
+        (b"failed", None, "upstream_error", TEMPLATED + FIRST_DELTA),
+        (b"in_progress", None, "upstream_error", TEMPLATED + FIRST_DELTA),
     ],
 )
 def test_the_terminal_event_says_its_finish_from_a_template(status, reason, category, templated):
@@ -117,7 +119,9 @@ def test_the_terminal_event_says_its_finish_from_a_template(status, reason, cate
     assert verdict.category == category and counted == templated
     # and another status than the template's is read
     verdict, counted = after(stream(), stream(status=status, reason=reason), "responses")
-    assert verdict.category == category and counted == (TEMPLATED if status == b"completed" else TEMPLATED - 1)
+    assert verdict.category == category and counted == FIRST_DELTA + (
+        TEMPLATED if status == b"completed" else TEMPLATED - 1
+    )
 
 
 def test_a_cut_after_templated_events_is_a_cut():
@@ -136,9 +140,17 @@ def test_a_cut_after_templated_events_is_a_cut():
     ],
 )
 def test_a_whole_message_text_counts_by_its_hole(texts, whole, category):
-    for first in (stream([b"Hi"]), stream([], whole=b"")):
+    for first_texts in ([b"Hi"], []):
+        first = stream(first_texts, whole=b"" if not first_texts else None)
         verdict, templated = after(first, stream(texts, whole=whole, rid=b"r2"), "responses")
-        assert verdict.category == category and templated == TEMPLATED
+        assert verdict.category == category
+        # the same shapes: every event but the deltas after the first; a delta where the first
+        # stream had none is read, and so is the event after the part added where one stream
+        # had a delta there and the other not (templates expect what followed them last)
+        if bool(texts) == bool(first_texts):
+            assert templated == TEMPLATED + (FIRST_DELTA if texts else 0)
+        else:
+            assert templated == TEMPLATED - 1
 
 
 @pytest.mark.parametrize("refusal, category", [(b"I cannot help with that", "content_filtered"), (b"", "empty_output")])
@@ -157,20 +169,23 @@ def test_the_item_done_ends_the_arguments_at_its_index():
 
     for pieces, category in (([b'{\\"a\\":', b"1}"], "complete"), ([b'{\\"a\\":'], "tool_call_malformed")):
         verdict, templated = after(stream(), stream(before_done=[args(p) for p in pieces]), "responses")
-        assert verdict.category == category and templated == TEMPLATED
+        assert verdict.category == category and templated == TEMPLATED + FIRST_DELTA
     # ended there, arguments sent at the same index after it are a new value, whole on its own
     second = stream(before_done=[args(b'{\\"a\\":1}')], after_item=[args(b'{\\"b\\":2}')])
     verdict, templated = after(stream(), second, "responses")
-    assert verdict.category == "complete" and templated == TEMPLATED
+    assert verdict.category == "complete" and templated == TEMPLATED + FIRST_DELTA
 
 
-@pytest.mark.parametrize("at, number", [(1, b"5"), (1, b"0"), (2, b"1"), (3, b"9"), (7, b"4"), (8, b"3"), (9, b"20")])
+@pytest.mark.parametrize(
+    "at, number", [(1, b"5"), (1, b"0"), (2, b"1"), (3, b"9"), (4, b"6"), (5, b"7"), (7, b"4"), (8, b"3"), (9, b"20")]
+)
 def test_a_templated_event_whose_number_does_not_follow_is_a_gap(at, number):
-    # the event at index `at` says `number` where `at` was due (4 and 5 are deltas)
+    # the event at index `at` says `number` where `at` was due (4 and 5 are deltas: 4 from a
+    # template, kept; 5 replays it, its number checked as the kept event's was)
     seqs = [b"%d" % i for i in range(10)]
     seqs[at] = number
     verdict, templated = after(stream(), stream(seqs=seqs), "responses")
-    assert verdict.category == "sequence_gap" and templated < TEMPLATED
+    assert verdict.category == "sequence_gap" and templated < TEMPLATED + FIRST_DELTA
 
 
 @pytest.mark.parametrize("number", [b"01", b"1.0", b"-1", b"1e0", b'"1"', b"1234567890123456789"])
@@ -180,7 +195,7 @@ def test_a_number_that_is_not_plain_is_read(number):
     second = stream(seqs=seqs)
     verdict, templated = after(stream(), second, "responses")
     assert verdict.category == _scanner_py.scan(second, "responses").category != "complete"
-    assert templated < TEMPLATED
+    assert templated < TEMPLATED + FIRST_DELTA
 
 
 def test_items_whose_kind_counts_are_read_where_added():
@@ -189,7 +204,7 @@ def test_items_whose_kind_counts_are_read_where_added():
     reasoning = b'{"id":"rs_1","type":"reasoning","summary":[]}'
     for added in (call, reasoning):
         verdict, templated = after(stream(added_item=added), stream(added_item=added, rid=b"resp_2"), "responses")
-        assert templated == TEMPLATED - 1
+        assert templated == TEMPLATED - 1 + FIRST_DELTA
         assert (verdict.tool_calls, verdict.reasoning_events) == ((1, 0) if added is call else (0, 1))
 
 
@@ -224,7 +239,33 @@ def test_a_text_outside_a_message_counts_for_nothing(thought):
     first = stream([b"a"], before_done=[(kind, body.replace(b"%s", b"x")) for kind, body in events])
     second = stream([], whole=b"", before_done=events)
     verdict, templated = after(first, second, "responses")
-    assert verdict.category == "empty_output" and templated == TEMPLATED + 1
+    # (the reasoning item added followed the first stream's delta, which the second has not:
+    # it is not among the templates expected after the part added, and is read)
+    assert verdict.category == "empty_output" and templated == TEMPLATED
+
+
+@pytest.mark.parametrize(
+    "kind, counted",
+    [
+        (b"response.output_text.delta", "text_events"),
+        (b"response.reasoning_summary_text.delta", "reasoning_events"),
+        (b"response.refusal.delta", "refusal_events"),
+    ],
+)
+def test_a_first_delta_from_a_template_counts_by_its_kind(kind, counted):
+    # the first delta of the second stream is a template's, and is kept: the deltas after it
+    # replay it, each counted as its kind says (an empty one counts for nothing)
+    def deltas(*texts) -> list:
+        return [(kind, b'"item_id":"it_1","output_index":0,"content_index":0,"delta":"' + t + b'"') for t in texts]
+
+    first = stream([], whole=b"ab", before_done=deltas(b"a", b"b"))
+    second = stream([], whole=b"xy", before_done=deltas(b"x", b"", b"y"), rid=b"r2")
+    verdict, scanner = judge(_scanner_c, first, "responses")
+    verdict, scanner = judge(_scanner_c, second, "responses")
+    assert verdict == _scanner_py.scan(second, "responses") and getattr(verdict, counted) == 2
+    assert scanner.templated == TEMPLATED + FIRST_DELTA and scanner.replayed == 2
+    verdict, templated = after(first, second, "responses")
+    assert getattr(verdict, counted) == 2 and templated == TEMPLATED + FIRST_DELTA
 
 
 # ------------------------------------------------------------------------------ generated
