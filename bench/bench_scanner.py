@@ -22,7 +22,7 @@ once, and a ``for line in splitlines()`` loop.
 Every stream is judged on its own, as the product does.  A last section (long_line_memory.py)
 measures the memory a Scanner holds while a 200 MiB line that never ends is fed to it.
 
-    python bench/bench_scanner.py            # 32 MB per protocol, best of 3
+    python bench/bench_scanner.py            # 32 MB per protocol, best of 3 samples of 0.5 s
     python bench/bench_scanner.py --quick    # 1 MB per protocol: a smoke run
     python bench/bench_scanner.py --protocol ollama --protocol bedrock-invoke
 """
@@ -362,26 +362,40 @@ def contenders(protocol: str) -> tuple:
 # Timing and reports
 
 
-def time_once(contender, corpus, protocol: str) -> tuple[float, int]:
-    """Wall time of one run; the collector is off while timing, as timeit does."""
+# Each timed sample of a contender spans at least this long: as many runs over the corpus as
+# that takes (one for the reference decoders, dozens for fastsse), their mean the sample.  On a
+# machine whose speed moves from one second to the next (a shared VM), the best of a few runs of
+# 10 ms would pick fastsse's luckiest instants against the references' average over seconds,
+# and flatter the ratio; samples of the same length are slowed alike.
+SAMPLE_SECONDS = 0.5
+
+
+def time_once(contender, corpus, protocol: str, runs: int = 1) -> tuple[float, int]:
+    """Wall time of one run over the corpus, the mean of ``runs`` in a row; the collector is off
+    while timing, as timeit does."""
     gc.collect()
     gc.disable()
     try:
         start = time.perf_counter()
-        seen = contender(corpus, protocol)
-        return time.perf_counter() - start, seen
+        for _ in range(runs):
+            seen = contender(corpus, protocol)
+        return (time.perf_counter() - start) / runs, seen
     finally:
         gc.enable()
 
 
 def best_times(corpus, protocol: str, repeat: int) -> tuple[dict, dict]:
-    """Best of ``repeat`` runs per contender, taking turns so that a burst of load from
-    elsewhere on the machine slows every contender alike rather than one."""
+    """Best of ``repeat`` samples per contender, each of SAMPLE_SECONDS at least, taking turns
+    so that a burst of load from elsewhere on the machine slows every contender alike rather
+    than one."""
     seconds = {contender: math.inf for _name, contender in contenders(protocol)}
-    seen = {}
+    seen, runs = {}, {}
+    for _name, contender in contenders(protocol):  # how many runs make a sample
+        elapsed, seen[contender] = time_once(contender, corpus, protocol)
+        runs[contender] = max(1, math.ceil(SAMPLE_SECONDS / elapsed))
     for _ in range(repeat):
         for _name, contender in contenders(protocol):
-            elapsed, seen[contender] = time_once(contender, corpus, protocol)
+            elapsed, seen[contender] = time_once(contender, corpus, protocol, runs[contender])
             seconds[contender] = min(seconds[contender], elapsed)
     return seconds, seen
 
@@ -604,7 +618,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     add = parser.add_argument
     add("--quick", action="store_true", help="a 1 MB corpus per protocol: a smoke run")
     add("--size-mb", type=float, help="corpus per protocol in MB (default 32, --quick 1)")
-    add("--repeat", type=int, default=3, help="timed runs per contender (3); the best counts")
+    add("--repeat", type=int, default=3, help="timed samples per contender (3); the best counts")
     add("--seed", type=int, default=1, help="corpus seed (1)")
     add("--protocol", choices=PROTOCOLS, action="append", help="only this protocol (repeatable)")
     add("--memory-mib", type=int, default=200, help="the endless line, MiB (200; 0 skips)")
@@ -618,7 +632,8 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     print_environment()
     print(
-        f"corpus      seed {args.seed}, {args.size_mb:g} MB per protocol, best of {args.repeat}; "
+        f"corpus      seed {args.seed}, {args.size_mb:g} MB per protocol, best of {args.repeat} samples of "
+        f"{SAMPLE_SECONDS:g} s or more; "
         f"MB = 10^6 bytes; x ref = the format's reference decoder's time / contender time"
     )
     results = {}
