@@ -312,7 +312,10 @@ cdef inline void memo_settle(Memo* m, unsigned same) noexcept:
     m.plain = not (m.tool or m.block or m.seq)
     m.run_hits = m.run_misses = 0
     for h in range(kept):
-        m.plain &= m.op[h] == HOP_STRING or m.op[h] == HOP_FIXED or m.op[h] == HOP_NUMBER
+        # (a string that held the kept value again is still tried first by memo_match, a run
+        # reads it as any string: an Ollama thinking line's empty content)
+        m.plain &= (m.op[h] == HOP_STRING or m.op[h] == HOP_STRING | HOP_TRY or m.op[h] == HOP_FIXED
+                    or m.op[h] == HOP_NUMBER)
     if not m.plain:
         memo_unfix(m)
 

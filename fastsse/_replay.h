@@ -95,6 +95,7 @@ static inline __attribute__((always_inline)) const unsigned char *fastsse_replay
                     goto done;
                 q += width;
             } else if (op[h] != FASTSSE_HOP_NUMBER) {
+                /* a string (one that memo_match tries as the kept value first, too) */
                 close = fastsse_string_close(q, stop, unescape, hex, avx2);
                 if (close == NULL)
                     goto done; /* a control byte, a bad escape, or the chunk's end */

@@ -356,6 +356,24 @@ def test_ollama_thinking_then_text(replay_widest, texts):
     assert replayed >= 20
 
 
+def test_ollama_thinking_lines_as_ollama_sends_them(replay_widest):
+    """Ollama's thinking lines carry an empty content beside the thinking: the empty content
+    holds the kept value again at the first replay (memo_match tries the kept value first
+    there), and the lines are counted in runs; a line whose content is text after all counts
+    as text and as reasoning."""
+
+    def thinking(text: bytes, stamp: int, content: bytes = b"") -> bytes:
+        return o_line(b"", stamp).replace(b'"content":""', b'"content":"%s","thinking":"%s"' % (content, text))
+
+    lines = [thinking(b"t%d" % i, i) for i in range(16)]
+    lines[9] = thinking(b"t9", 9, content=b"and text")
+    lines[12] = thinking(b"", 12)
+    lines += [o_line(b"w%d" % i, 20 + i) for i in range(6)]
+    verdict, replayed = agree(b"".join(lines) + o_done(), "ollama")
+    assert (verdict.reasoning_events, verdict.text_events) == (15, 7)
+    assert replayed >= 19
+
+
 def test_ollama_last_line_without_its_newline():
     lines = [o_line(b"w", i) for i in range(6)]
     verdict, _ = agree(b"".join(lines) + o_done().rstrip(b"\n"), "ollama")
