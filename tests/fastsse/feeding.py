@@ -6,6 +6,17 @@ from __future__ import annotations
 
 import random
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+# A hole's value in the generated streams of the template tests: empty, escapes good and bad,
+# a bare quote or control byte (which no template may take), any bytes, any text.
+HOLE_TEXTS = st.one_of(
+    st.sampled_from([b"", b"a", b"\\n", b"\\u00e9", b'\\"', b"\\x", b"\\u12", b'"', b"\n", b"\r"]),
+    st.binary(max_size=10),
+    st.text(max_size=6).map(str.encode),
+)
+
 
 def chunkings(data: bytes, seed: int = 0):
     """Whole, byte by byte, and at random split points (a few different ways)."""
@@ -88,3 +99,28 @@ def judged_in_turn(streams, protocol: str, rng) -> None:
         cut = sorted(rng.sample(range(len(data)), min(len(data), rng.randint(0, 3))))
         pieces = [data[a:b] for a, b in zip([0, *cut], [*cut, len(data)], strict=True)]
         assert judge(compiled, data, protocol, pieces)[0] == python.scan(data, protocol)
+
+
+def judged_in_orders(data: bytes, orders) -> None:
+    """The same bytes judged by scanners of each protocol of an order in turn, from empty
+    templates: each protocol's templates are its own (Template.detected), and every compiled
+    verdict is the Python twin's."""
+    from fastsse import _scanner as compiled
+    from fastsse import _scanner_py as python
+
+    for order in orders:
+        compiled.default_caches.clear()
+        for protocol in order:
+            assert judge(compiled, data, protocol)[0] == python.scan(data, protocol), (order, protocol)
+
+
+def twins_agree_in_turn(streams, protocols):
+    """A property test: lists of streams drawn from ``streams`` judged one after another (by
+    judged_in_turn) as each of ``protocols``; assign it to a ``test_`` name in a test module."""
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(streams, min_size=2, max_size=6), st.sampled_from(protocols), st.randoms(use_true_random=False))
+    def test(streams, protocol, rng):
+        judged_in_turn(streams, protocol, rng)
+
+    return test

@@ -9,10 +9,9 @@ the Python twin reads every event, and both must agree."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .feeding import after, judge, judged_in_turn
+from .feeding import HOLE_TEXTS, after, judge, judged_in_orders, twins_agree_in_turn
 
 try:
     from fastsse import _scanner as _scanner_c
@@ -186,11 +185,7 @@ def test_chat_and_gemini_scanners_of_the_same_bytes_keep_their_own_templates():
     # Gemini's bytes read by a chat scanner (its rules: no end without [DONE]), then by auto
     # and gemini scanners, and the other way round: each protocol's templates are its own
     # (Template.detected), and every verdict is the Python twin's.
-    data = stream([b"a", b"b"])
-    for order in (("chat", "auto", "gemini", "chat"), ("gemini", "chat", "auto", "auto")):
-        _scanner_c.default_caches.clear()
-        for protocol in order:
-            assert judge(_scanner_c, data, protocol)[0] == _scanner_py.scan(data, protocol), (order, protocol)
+    judged_in_orders(stream([b"a", b"b"]), [("chat", "auto", "gemini", "chat"), ("gemini", "chat", "auto", "auto")])
 
 
 def test_templates_keep_no_payload():
@@ -206,11 +201,7 @@ def test_templates_keep_no_payload():
 
 
 # ------------------------------------------------------------------------------ generated
-text = st.one_of(
-    st.sampled_from([b"", b"a", b"\\n", b"\\u00e9", b'\\"', b"\\x", b'"', b"\n", b"\r"]),
-    st.binary(max_size=10),
-    st.text(max_size=6).map(str.encode),
-)
+text = HOLE_TEXTS
 event = st.one_of(
     st.builds(
         lambda texts, thoughts, finishes, rid, count: chunk(
@@ -231,11 +222,6 @@ event = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    st.lists(st.lists(event, min_size=1, max_size=6).map(b"".join), min_size=2, max_size=6),
-    st.sampled_from(["gemini", "auto", "chat"]),
-    st.randoms(use_true_random=False),
+test_twins_agree_on_streams_judged_one_after_another = twins_agree_in_turn(
+    st.lists(event, min_size=1, max_size=6).map(b"".join), ["gemini", "auto", "chat"]
 )
-def test_twins_agree_on_streams_judged_one_after_another(streams, protocol, rng):
-    judged_in_turn(streams, protocol, rng)

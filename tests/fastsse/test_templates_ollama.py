@@ -9,10 +9,9 @@ line, and both must agree."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .feeding import after, judge, judged_in_turn
+from .feeding import HOLE_TEXTS, after, judge, judged_in_orders, twins_agree_in_turn
 
 try:
     from fastsse import _scanner as _scanner_c
@@ -135,11 +134,7 @@ def test_an_auto_stream_reads_its_first_line_then_takes_templates():
 def test_ollama_and_chat_templates_are_their_own():
     # the same bytes read as chat (not SSE: malformed) and as ollama, in turn: every verdict
     # is the Python twin's
-    data = stream([b"a", b"b"])
-    for order in (("chat", "ollama", "auto", "ollama"), ("ollama", "auto", "chat", "ollama")):
-        _scanner_c.default_caches.clear()
-        for protocol in order:
-            assert judge(_scanner_c, data, protocol)[0] == _scanner_py.scan(data, protocol), (order, protocol)
+    judged_in_orders(stream([b"a", b"b"]), [("chat", "ollama", "auto", "ollama"), ("ollama", "auto", "chat", "ollama")])
 
 
 def test_templates_keep_no_payload():
@@ -150,11 +145,7 @@ def test_templates_keep_no_payload():
 
 
 # ------------------------------------------------------------------------------ generated
-text = st.one_of(
-    st.sampled_from([b"", b"a", b"\\n", b"\\u00e9", b'\\"', b"\\x", b'"', b"\n", b"\r"]),
-    st.binary(max_size=10),
-    st.text(max_size=6).map(str.encode),
-)
+text = HOLE_TEXTS
 
 
 @st.composite
@@ -172,11 +163,4 @@ def generated_stream(draw) -> bytes:
     return data
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    st.lists(generated_stream(), min_size=2, max_size=6),
-    st.sampled_from(["ollama", "auto"]),
-    st.randoms(use_true_random=False),
-)
-def test_twins_agree_on_streams_judged_one_after_another(streams, protocol, rng):
-    judged_in_turn(streams, protocol, rng)
+test_twins_agree_on_streams_judged_one_after_another = twins_agree_in_turn(generated_stream(), ["ollama", "auto"])

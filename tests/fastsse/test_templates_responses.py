@@ -11,10 +11,9 @@ event with whole call arguments is read.  The Python twin reads every event; bot
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .feeding import after, judge, judged_in_turn
+from .feeding import HOLE_TEXTS, after, judge, judged_in_orders, twins_agree_in_turn
 
 try:
     from fastsse import _scanner as _scanner_c
@@ -209,12 +208,7 @@ def test_items_whose_kind_counts_are_read_where_added():
 
 
 def test_responses_chat_and_auto_scanners_of_the_same_bytes_keep_their_own_templates():
-    data = stream()
-    for order in (("chat", "responses", "auto", "chat"), ("auto", "chat", "responses", "gemini")):
-        _scanner_c.default_caches.clear()
-        for protocol in order:
-            verdict, scanner = judge(_scanner_c, data, protocol)
-            assert verdict == _scanner_py.scan(data, protocol), (order, protocol)
+    judged_in_orders(stream(), [("chat", "responses", "auto", "chat"), ("auto", "chat", "responses", "gemini")])
 
 
 def test_templates_keep_no_payload():
@@ -269,11 +263,7 @@ def test_a_first_delta_from_a_template_counts_by_its_kind(kind, counted):
 
 
 # ------------------------------------------------------------------------------ generated
-text = st.one_of(
-    st.sampled_from([b"", b"a", b"\\n", b"\\u00e9", b'\\"', b"\\x", b'"', b"\n", b"\r"]),
-    st.binary(max_size=10),
-    st.text(max_size=6).map(str.encode),
-)
+text = HOLE_TEXTS
 
 
 @st.composite
@@ -299,11 +289,6 @@ def generated_stream(draw) -> bytes:
     return data
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    st.lists(generated_stream(), min_size=2, max_size=6),
-    st.sampled_from(["responses", "auto", "chat"]),
-    st.randoms(use_true_random=False),
+test_twins_agree_on_streams_judged_one_after_another = twins_agree_in_turn(
+    generated_stream(), ["responses", "auto", "chat"]
 )
-def test_twins_agree_on_streams_judged_one_after_another(streams, protocol, rng):
-    judged_in_turn(streams, protocol, rng)
