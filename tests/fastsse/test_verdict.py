@@ -7,7 +7,9 @@ reasons the protocols know; these tests hold both to what the plain versions giv
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import json
 import pickle
 import re
@@ -82,6 +84,23 @@ def test_decided_verdict_is_the_constructed_one(verdict):
         verdict.category = "complete"
 
 
+@contextlib.contextmanager
+def nothing_else_runs():
+    """Counts of strings the whole interpreter shares ("stop", "complete") move whenever any code
+    takes or drops one: the collector freeing an earlier test's garbage, or another thread (a
+    service or browser fixture's). Collect first, then keep the collector off and this thread
+    holding the GIL until the counting is done."""
+    gc.collect()
+    interval = sys.getswitchinterval()
+    gc.disable()
+    sys.setswitchinterval(1000.0)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(interval)
+        gc.enable()
+
+
 @pytest.mark.parametrize("protocol", sorted(COMPLETE_STREAMS))
 def test_making_verdicts_keeps_no_reference(impl, protocol):
     """The compiled close() puts each value in its Verdict's slot, holding one reference: a
@@ -90,10 +109,12 @@ def test_making_verdicts_keeps_no_reference(impl, protocol):
     verdict = impl.scan(data, protocol)
     shared = [verdict.category, verdict.protocol, verdict.message, verdict.finish_reason, verdict.model]
     shared = [value for value in shared if value is not None]
-    before = [sys.getrefcount(value) for value in shared]
-    for _ in range(1000):
-        assert impl.scan(data, protocol) == verdict
-    assert [sys.getrefcount(value) for value in shared] == before
+    with nothing_else_runs():
+        before = [sys.getrefcount(value) for value in shared]
+        for _ in range(1000):
+            assert impl.scan(data, protocol) == verdict
+        after = [sys.getrefcount(value) for value in shared]
+    assert after == before
     with pytest.raises(dataclasses.FrozenInstanceError):
         del verdict.bytes
 
