@@ -1283,7 +1283,7 @@ cdef class Scanner:
             args += r.hole_role[i] == H_ARGS
         if args > (r.n_tools == 1):
             return 0  # arguments sent twice in one fragment: read such events
-        self._spare_memo()
+        self._begin_memo(r.hole_role, r.n_holes, self.kind, r.n_choices, headers)
         self.memo.tool = r.n_tools == 1
         # a Responses argument delta: its delta (one, _deltas_only) is the arguments, fed to the
         # JSON check of the item at its output_index
@@ -1293,12 +1293,6 @@ cdef class Scanner:
         for i in range(r.n_holes):
             if self.memo.block and roles[i] == H_DELTA:
                 roles[i] = H_ARGS
-        _count_as(self.memo.count_as, self.detected, self.kind)
-        self.memo.seq = False
-        self.memo.reopens = self.detected == D_GEMINI and r.n_choices > 0
-        self.memo.headers = headers
-        for i in range(r.n_holes):
-            self.memo.seq |= r.hole_role[i] == H_SEQ and self.detected == D_RESPONSES
         if self.memo.tool:
             for i in range(r.n_choices):
                 if r.choices[i].tool_count:
@@ -1316,6 +1310,22 @@ cdef class Scanner:
         buf_free(&self.memo.event)
         for i in range(SPARE_MEMOS):
             buf_free(&self.spare[i].event)
+
+    cdef inline void _begin_memo(self, const unsigned char* roles, int n_holes, int kind, int n_choices,
+                                 Py_ssize_t headers) noexcept:
+        """An event of this kind with these hole roles is about to be kept (by _keep from its
+        Record, or from the template it matched): what its replays check and count besides its
+        bytes, which memo_set keeps.  Tool calls and argument deltas are _keep's to add."""
+        cdef int i
+        self._spare_memo()
+        self.memo.tool = self.memo.block = False
+        self.memo.seq = False  # a Responses event's sequence number, which must follow the last
+        if self.detected == D_RESPONSES:
+            for i in range(n_holes):
+                self.memo.seq |= roles[i] == H_SEQ
+        self.memo.reopens = self.detected == D_GEMINI and n_choices > 0
+        self.memo.headers = headers
+        _count_as(self.memo.count_as, self.detected, kind)
 
     cdef void _spare_memo(self) noexcept:
         """An event is about to be kept: the current one becomes the latest spare, and the
@@ -1494,6 +1504,7 @@ cdef class Scanner:
         cdef Py_ssize_t starts[MAX_HOLES]
         cdef Py_ssize_t ends[MAX_HOLES]
         cdef Py_ssize_t counts[N_ROLES]
+        cdef int roles[3]
         cdef Py_ssize_t size
         cdef Py_ssize_t bound = min(self.max_line_bytes, self.max_event_bytes)  # on the line
         cdef int64_t seq
@@ -1530,16 +1541,11 @@ cdef class Scanner:
             self._note_model(&t.model)
             for i in range(t.n_choices):
                 self._finish(t.index[i], &t.finish[i])
-            if self.detected == D_OLLAMA:  # (_ollama: its text and thinking)
-                self._add_content(counts[H_DELTA_TEXT], counts[H_DELTA_THINKING], 0)
-            elif t.kind == K_TEXT_DELTA:  # (_responses: a delta, counted by its kind)
-                self._add_content(counts[H_DELTA], 0, 0)
-            elif t.kind == K_REASONING_DELTA:
-                self._add_content(0, counts[H_DELTA], 0)
-            elif t.kind == K_REFUSAL_DELTA:
-                self._add_content(0, 0, counts[H_DELTA])
-            else:
-                self._add_content(counts[H_TEXT], counts[H_REASONING], counts[H_REFUSAL])
+            # (its text, reasoning and refusal, as its protocol's rules count an event of its kind)
+            _count_as(roles, self.detected, t.kind)
+            self._add_content(counts[roles[0]] if roles[0] >= 0 else 0,
+                              counts[roles[1]] if roles[1] >= 0 else 0,
+                              counts[roles[2]] if roles[2] >= 0 else 0)
             if t.reasoning_tokens:  # (_note_whole)
                 self.hidden_reasoning = True
             self.items |= (t.items | (ITEM_TEXT if counts[H_ITEM_TEXT] else 0)
@@ -1559,13 +1565,7 @@ cdef class Scanner:
             self.templated += 1
             templates_paid(tt, True)
             if t.keep and size <= MEMO_MAX_BYTES:
-                self._spare_memo()
-                self.memo.tool = self.memo.seq = self.memo.block = False
-                for i in range(t.n_holes):  # (a Responses delta's sequence number, as _keep)
-                    self.memo.seq |= t.role[i] == H_SEQ and self.detected == D_RESPONSES
-                self.memo.reopens = self.detected == D_GEMINI and t.n_choices > 0
-                self.memo.headers = -1
-                _count_as(self.memo.count_as, self.detected, t.kind)
+                self._begin_memo(t.role, t.n_holes, t.kind, t.n_choices, -1)
                 memo_set(&self.memo, p + pos, size, t.tail, t.n_holes, starts, ends, t.role,
                          t.base)
             template_follow(tt, &self.template_prev, slot)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 
 from tests import dependencies
 
@@ -49,7 +48,7 @@ def test_the_suite_bounds_every_test(request):
 
 def test_a_browser_call_that_hangs_fails_at_the_bound_and_the_browser_goes_on(tmp_path):
     chromium = dependencies.browser()
-    (tmp_path / "test_hangs.py").write_text(textwrap.dedent(HANGS.format(chromium=chromium)))
+    (tmp_path / "test_hangs.py").write_text(HANGS.format(chromium=chromium))
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "timeout=5", "-o", "timeout_method=signal",
          "--rootdir", str(tmp_path), str(tmp_path)],
