@@ -37,10 +37,11 @@ base64 of a repeat differs throughout), and a repeat is compared once decoded.  
 read (Memo.op) and what it counts as (Memo.slot) are worked out when the event is kept, and
 settled at its first replay (memo_settle): a free value that came again becomes bytes to
 compare, a free string that came as wide (Ollama's created_at) is taken as wide (HOP_FIXED).
-An event whose holes are then all strings and numbers is plain: its repeats are counted in
-runs by a C loop (``_replay.h``, replay_run), which leaves anything it cannot take (a stamp of
-another width, a control byte, a number with a sign, a fraction or an exponent) to memo_match,
-which reads such a hole as a string (number).
+An event whose holes are then all strings and numbers (a sequence number among them) is plain:
+its repeats are counted in runs by a C loop (``_replay.h``, replay_run), which leaves anything
+it cannot take (a stamp of another width, a control byte, a number with a sign, a fraction or
+an exponent, a sequence number that does not follow) to memo_match, which reads such a hole as
+a string (number), and to its caller, which reports the gap.
 
 Templates.  Replaying needs an event read in full first: in a chat stream, its role chunk,
 first content chunk, finish chunk and usage chunk are each the first of their shape, and the
@@ -116,20 +117,21 @@ cdef extern from "_replay.h":
         # event's bytes around them; memo_match reads it as a string.
         HOP_FIXED "FASTSSE_HOP_FIXED"
         HOP_NUMBER "FASTSSE_HOP_NUMBER"  # a number (replay_run takes plain integers)
+        HOP_SEQ "FASTSSE_HOP_SEQ"  # a sequence number, read in any case: it must follow the last
     int replay_widest "fastsse_replay_widest"  # 1: AVX2 in runs where the CPU has it, 0: SSE2
     const unsigned char* replay_run "fastsse_replay_run"(
         const unsigned char* t, Py_ssize_t len, Py_ssize_t tail, int n, const Py_ssize_t* start,
         const Py_ssize_t* end, const unsigned char* op, const unsigned char* slot,
         const unsigned char* q, const unsigned char* stop, Py_ssize_t bound,
-        const unsigned char** ahead, Py_ssize_t ahead_by, const unsigned char* unescape,
-        const signed char* hex, Py_ssize_t* events, Py_ssize_t* counts) noexcept nogil
+        Py_ssize_t ahead_by, const unsigned char* unescape,
+        const signed char* hex, Py_ssize_t* events, Py_ssize_t* counts, int64_t* seq) noexcept nogil
 
 cdef enum:  # how memo_match reads a hole (Memo.op)
     HOP_STRING = 0  # a string
     #            (1: HOP_NUMBER, above)
     HOP_SPACE = 2  # spaces and tabs
     HOP_ARGS = 3  # a tool call's arguments, read in any case: they go to the JSON check
-    HOP_SEQ = 4  # a sequence number, read in any case: the caller checks it
+    #            (4: HOP_SEQ, above)
     #            (5: HOP_FIXED, above)
     HOP_TRY = 8  # with one of the first three: the kept value is tried first
     COUNTED = 4  # what memo_match counts: text, reasoning, refusal, and a slot for the rest
@@ -148,8 +150,8 @@ ctypedef struct Memo:  # the event a stream keeps to replay the ones that repeat
     Py_ssize_t base[COUNTED]  # text, reasoning, refusal counted outside its holes (content parts)
     bint fresh  # not replayed yet: holes that repeat their value become bytes to compare
     unsigned same_width  # the holes that held a string as wide as the kept one (first replay)
-    # replayed, every hole a string or a number (HOP_STRING, HOP_FIXED, HOP_NUMBER), no call
-    # fragment, no argument delta, no sequence number: its repeats are counted in runs
+    # replayed, every hole a string, a number or a sequence number (HOP_STRING, HOP_FIXED,
+    # HOP_NUMBER, HOP_SEQ), no call fragment, no argument delta: its repeats are counted in runs
     # (replay_run), those the run leaves by memo_match
     bint plain
     Py_ssize_t run_hits, run_misses  # repeats the runs counted, and those they left (memo_missed)
@@ -309,13 +311,13 @@ cdef inline void memo_settle(Memo* m, unsigned same) noexcept:
             m.op[kept] = HOP_FIXED
         kept += 1
     m.n_holes = kept
-    m.plain = not (m.tool or m.block or m.seq)
+    m.plain = not (m.tool or m.block)
     m.run_hits = m.run_misses = 0
     for h in range(kept):
         # (a string that held the kept value again is still tried first by memo_match, a run
         # reads it as any string: an Ollama thinking line's empty content)
         m.plain &= (m.op[h] == HOP_STRING or m.op[h] == HOP_STRING | HOP_TRY or m.op[h] == HOP_FIXED
-                    or m.op[h] == HOP_NUMBER)
+                    or m.op[h] == HOP_NUMBER or (m.op[h] == HOP_SEQ and m.seq))
     if not m.plain:
         memo_unfix(m)
 

@@ -16,8 +16,10 @@ class Scanner:
     max_event_bytes: int
     max_line_bytes: int
     caches: Caches
-    # Diagnostics: events counted by replaying the one before, or from a template.
+    # Diagnostics: events counted by replaying the one before (in_runs: of those, counted in
+    # runs), or from a template.
     replayed: int
+    in_runs: int
     templated: int
     def __init__(
         self,

@@ -513,6 +513,7 @@ cdef class Scanner:
     cdef TemplateTable* templates  # self.caches.templates
     cdef int template_prev  # the template this stream matched or made last; -1: none yet
     cdef readonly Py_ssize_t replayed  # events counted by replay (tests check the path ran)
+    cdef readonly Py_ssize_t in_runs  # of those, counted in runs (replay_run)
     cdef readonly Py_ssize_t templated  # events counted by a template (the same)
 
     # The choice and tool tables grow on demand (array_reserve), and the automaton's stack is
@@ -1423,7 +1424,6 @@ cdef class Scanner:
         """The events from p[pos] on that repeat a plain kept event (Memo.plain), counted in one
         run as _replay would count them one by one; returns where the first one it left
         starts (_replay looks at it next)."""
-        cdef Pos ahead = p + pos + PREFETCH_AHEAD  # the next cache line to ask for
         cdef Py_ssize_t counts[COUNTED]
         cdef Py_ssize_t replayed
         cdef Pos q
@@ -1431,11 +1431,12 @@ cdef class Scanner:
         memset(counts, 0, COUNTED * sizeof(Py_ssize_t))
         q = replay_run(<const unsigned char*>self.memo.event.p, self.memo.event.len, self.memo.tail,
                        self.memo.n_holes, self.memo.start, self.memo.end, self.memo.op,
-                       self.memo.slot, p + pos, end, bound, &ahead, PREFETCH_AHEAD, _unescape,
-                       _hex, &replayed, counts)
+                       self.memo.slot, p + pos, end, bound, PREFETCH_AHEAD, _unescape,
+                       _hex, &replayed, counts, &self.last_seq if self.memo.seq else NULL)
         if replayed:
             self.events += replayed  # (_replay and _count_replayed, for each of them)
             self.replayed += replayed
+            self.in_runs += replayed
             self._add_content(self.memo.base[0] * replayed + counts[0],
                               self.memo.base[1] * replayed + counts[1],
                               self.memo.base[2] * replayed + counts[2])

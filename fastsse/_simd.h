@@ -170,12 +170,4 @@ static inline void fastsse_prefetch(const unsigned char *p, ptrdiff_t n) {
         __builtin_prefetch(p + i);
 }
 
-/* Ask for the cache lines from *ahead up to `to` to be brought into the cache ahead of their
-   reading, each once: *ahead moves to where the next request starts.  (A hint: the lines may
-   be past the end of the data, prefetching never faults.) */
-static inline void fastsse_prefetch_upto(const unsigned char **ahead, const unsigned char *to) {
-    for (; *ahead < to; *ahead += 64)
-        __builtin_prefetch(*ahead);
-}
-
 #endif

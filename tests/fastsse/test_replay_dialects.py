@@ -212,6 +212,75 @@ def test_responses_refusal_and_reasoning_deltas_count_as_theirs():
     assert (verdict.text_events, verdict.refusal_events, verdict.reasoning_events) == (0, 4, 3)
 
 
+# Once a delta has been replayed, its repeats are counted in runs (_replay.h), their sequence
+# numbers read there: each must follow the last, or the run stops before it and its reading
+# reports the gap.
+
+
+def in_runs(data: bytes, protocol: str = "auto") -> int:
+    """How many events the compiled twin counted in runs, fed the stream whole."""
+    scanner = _scanner_c.Scanner(protocol)
+    scanner.feed(data)
+    scanner.close()
+    return scanner.in_runs
+
+
+def test_responses_deltas_are_counted_in_runs(replay_widest):
+    deltas = [r_delta(2 + i, b"w%d" % i, obfuscation=b"o" * (i % 9)) for i in range(40)]
+    verdict, _ = agree(r_stream(*deltas))
+    assert verdict.category == "complete" and verdict.text_events == 40
+    assert in_runs(r_stream(*deltas)) >= 36
+
+
+@pytest.mark.parametrize("at", [3, 4, 10, 20, 38, 39])
+@pytest.mark.parametrize("step", [0, 2, -1, 10**6])
+def test_responses_a_number_that_does_not_follow_in_a_run_is_a_gap(at, step, replay_widest):
+    """A repeat whose number is the last one again, skips one, goes back or jumps, anywhere in
+    a run (its first events, its middle, its last)."""
+    numbers = list(range(2, 42))
+    numbers[at:] = [n + step - 1 for n in numbers[at:]]
+    deltas = [r_delta(n, b"w%d" % i) for i, n in enumerate(numbers)]
+    verdict, _ = agree(r_stream(*deltas, last_seq=numbers[-1] + 1))
+    assert verdict.category == "sequence_gap"
+
+
+@pytest.mark.parametrize("number", [b"03", b"3.0", b"-3", b"3e0", b"1234567890123456789", b'"3"', b"3 "])
+@pytest.mark.parametrize("at", [5, 30])
+def test_responses_numbers_that_are_not_plain_in_a_run(number, at, replay_widest):
+    """Not a plain integer in a run: left to the event's reading, which says what it is."""
+    deltas = [r_delta(2 + i, b"w") for i in range(40)]
+    deltas[at] = r_delta(number.decode(), b"w")
+    agree(r_stream(*deltas, last_seq=42))
+
+
+@pytest.mark.parametrize("first", [10**14 - 20, 10**15 - 20])
+def test_responses_numbers_of_fifteen_digits_and_more_in_a_run(first, replay_widest):
+    """A run reads at most fifteen digits, as memo_match does: past them the events are read,
+    and numbers that follow are still no gap."""
+    deltas = [r_delta(first + i, b"w%d" % i) for i in range(40)]
+    data = r_stream(*deltas, first_seq=first - 2)
+    verdict, _ = agree(data)
+    assert verdict.category == "complete" and verdict.text_events == 40
+    assert (in_runs(data) >= 36) == (first + 40 < 10**15)
+
+
+def test_a_sequence_number_outside_responses_is_no_gap_in_a_run(replay_widest):
+    """Another protocol's stray sequence_number follows nothing: its repeats are replayed (read
+    as the plain integer it is, one at a time), and numbers that jump are no gap."""
+
+    def chunk(number: int, content: bytes = b"w", finish: bytes = b"null") -> bytes:
+        return (
+            b'data: {"id":"c1","object":"chat.completion.chunk","model":"m","sequence_number":%d,'
+            b'"choices":[{"index":0,"delta":{"content":"%s"},"finish_reason":%s}]}\n\n' % (number, content, finish)
+        )
+
+    numbers = [(i * 7919) % 1000 for i in range(40)]
+    data = b"".join(chunk(n, b"w%d" % i) for i, n in enumerate(numbers)) + chunk(1, b"", b'"stop"')
+    verdict, replayed = agree(data + b"data: [DONE]\n\n", "chat")
+    assert verdict.category == "complete" and verdict.text_events == 40
+    assert replayed >= 36
+
+
 def r_args(index: int, piece: bytes, seq: int) -> bytes:
     return a_event(
         b"response.function_call_arguments.delta",
