@@ -120,8 +120,6 @@ static uint32_t fastsse_crc32_clmul(uint32_t crc, const unsigned char *p, size_t
     t = _mm_clmulepi64_si128(_mm_and_si128(t, low32), barrett, 0x00);
     return (uint32_t)_mm_extract_epi32(_mm_xor_si128(a, t), 1);
 }
-
-static int fastsse_has_clmul = -1;
 #endif
 
 /* The CRC32 of the bytes whose CRC32 is crc followed by p[0:n]: zlib's crc32(crc, p, n)
@@ -129,14 +127,8 @@ static int fastsse_has_clmul = -1;
 static inline uint32_t fastsse_crc32(uint32_t crc, const unsigned char *p, size_t n) {
     crc = ~crc;
 #ifdef FASTSSE_CLMUL
-    if (n >= 64) {
-        if (fastsse_has_clmul < 0) {
-            __builtin_cpu_init();
-            fastsse_has_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
-        }
-        if (fastsse_has_clmul)
-            return ~fastsse_crc32_clmul(crc, p, n);
-    }
+    if (n >= 64 && fastsse_cpu_has_clmul())
+        return ~fastsse_crc32_clmul(crc, p, n);
 #endif
     return ~fastsse_crc32_table(crc, p, n);
 }
@@ -355,8 +347,6 @@ static ptrdiff_t fastsse_base64_blocks_avx2(const unsigned char *s, ptrdiff_t n,
     }
     return 0;
 }
-
-static int fastsse_has_ssse3 = -1;
 #endif
 
 /* The widest base64 blocks the decoder may use: 2 AVX2, 1 SSSE3, 0 none (the scalar decoder
@@ -374,13 +364,9 @@ static inline ptrdiff_t fastsse_base64_decode(const unsigned char *s, ptrdiff_t 
         return -1;
 #ifdef FASTSSE_CLMUL
     if (n > 16) {
-        if (fastsse_has_ssse3 < 0) {  /* (-1 until known; each flag is set once, alone) */
-            __builtin_cpu_init();
-            fastsse_has_ssse3 = __builtin_cpu_supports("ssse3") != 0;
-        }
         if (n > 32 && fastsse_base64_widest >= 2 && fastsse_cpu_has_avx2())
             done = fastsse_base64_blocks_avx2(s, n - 4, out);  /* the last quad may be padded */
-        else if (fastsse_has_ssse3 > 0 && fastsse_base64_widest >= 1)
+        else if (fastsse_base64_widest >= 1 && fastsse_cpu_has_ssse3())
             done = fastsse_base64_blocks(s, n - 4, out);
     }
 #endif

@@ -91,15 +91,22 @@ static inline int fastsse_equal(const unsigned char *a, const unsigned char *b, 
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-/* Whether the CPU has AVX2 (the flag is -1 until the first call sets it). */
-static int fastsse_has_avx2 = -1;
-static inline int fastsse_cpu_has_avx2(void) {
-    if (fastsse_has_avx2 < 0) {
-        __builtin_cpu_init();
-        fastsse_has_avx2 = __builtin_cpu_supports("avx2") != 0;
+/* fastsse_cpu_has_<name>(): whether the CPU has what `test` asks of __builtin_cpu_supports,
+   asked at the first call (fastsse_has_<name> is -1 until then; each flag is set once, alone). */
+#define FASTSSE_CPU_FEATURE(name, test)              \
+    static int fastsse_has_##name = -1;              \
+    static inline int fastsse_cpu_has_##name(void) { \
+        if (fastsse_has_##name < 0) {                \
+            __builtin_cpu_init();                    \
+            fastsse_has_##name = (test) != 0;        \
+        }                                            \
+        return fastsse_has_##name;                   \
     }
-    return fastsse_has_avx2;
-}
+FASTSSE_CPU_FEATURE(avx2, __builtin_cpu_supports("avx2"))    /* the 32-byte scans */
+FASTSSE_CPU_FEATURE(ssse3, __builtin_cpu_supports("ssse3"))  /* base64's 16-byte blocks */
+/* CRC32 by carry-less multiplication (_eventstream.h) */
+FASTSSE_CPU_FEATURE(clmul, __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1"))
+#undef FASTSSE_CPU_FEATURE
 #endif
 
 #if defined(__SSE2__) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
