@@ -9,6 +9,12 @@ builds by running this in each checkout::
 
     python bench/bench_instructions.py             # 1 MB per protocol, about 2 minutes
     python bench/bench_instructions.py --protocol chat --size-mb 2
+    python bench/bench_instructions.py --given     # each stream judged as its protocol
+
+Streams are judged as ``auto`` by default (``Scanner()``), as the figures in
+docs/performance.md were counted: an auto stream's first event is read to name its protocol, so
+templates cannot count it.  ``--given`` judges each as its protocol, as bench_scanner.py times
+them (Ollama's first line is then a template's too).
 
 Needs ``valgrind`` (Debian package) and the compiled scanner.
 """
@@ -31,7 +37,7 @@ import fastsse  # noqa: E402
 PROTOCOLS = fastsse.PROTOCOLS
 
 
-def judge_corpus(protocol: str, size_mb: float, seed: int) -> None:
+def judge_corpus(protocol: str, size_mb: float, seed: int, given: bool) -> None:
     """What runs under valgrind: build the corpus, then judge it once."""
     import bench_scanner
 
@@ -41,14 +47,14 @@ def judge_corpus(protocol: str, size_mb: float, seed: int) -> None:
         bench_scanner.split_chunks(stream) for stream in bench_scanner.build_corpus(protocol, int(size_mb * 1e6), seed)
     ]
     for chunks in corpus:
-        scanner = fastsse.Scanner()
+        scanner = fastsse.Scanner(protocol if given else "auto")
         for chunk in chunks:
             scanner.feed(chunk)
         scanner.close()
     print(f"bytes={sum(len(chunk) for chunks in corpus for chunk in chunks)}")
 
 
-def count(protocol: str, size_mb: float, seed: int) -> tuple[int, int]:
+def count(protocol: str, size_mb: float, seed: int, given: bool) -> tuple[int, int]:
     """(instructions, bytes judged)."""
     with tempfile.TemporaryDirectory() as scratch:
         result = subprocess.run(
@@ -67,6 +73,7 @@ def count(protocol: str, size_mb: float, seed: int) -> tuple[int, int]:
                 str(size_mb),
                 "--seed",
                 str(seed),
+                *(["--given"] if given else []),
             ],
             capture_output=True,
             text=True,
@@ -84,10 +91,11 @@ def main() -> None:
     parser.add_argument("--protocol", choices=PROTOCOLS, action="append")
     parser.add_argument("--size-mb", type=float, default=1.0, help="corpus per protocol (1)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--given", action="store_true", help="judge each stream as its protocol (default: auto)")
     parser.add_argument("--judge", choices=PROTOCOLS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.judge:
-        judge_corpus(args.judge, args.size_mb, args.seed)
+        judge_corpus(args.judge, args.size_mb, args.seed, args.given)
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
@@ -96,10 +104,10 @@ def main() -> None:
     print(
         f"fastsse {fastsse.__version__} from {Path(fastsse.__file__).parent}: instructions "
         f"in Scanner.feed and close, bench_scanner's corpus ({args.size_mb:g} MB per protocol, "
-        f"seed {args.seed}, 64 KiB chunks)"
+        f"seed {args.seed}, 64 KiB chunks, judged as {'their protocol' if args.given else 'auto'})"
     )
     for protocol in args.protocol or PROTOCOLS:
-        instructions, judged = count(protocol, args.size_mb, args.seed)
+        instructions, judged = count(protocol, args.size_mb, args.seed, args.given)
         print(
             f"  {protocol:<10} {instructions:>14,} instructions  {judged:>11,} bytes  "
             f"{instructions / judged:6.2f} per byte",
