@@ -6,8 +6,8 @@
    kept value tried first, numbers, arguments, sequence numbers, escapes).  Once a kept event
    has been replayed, most of its holes are strings that vary (the text), free strings as wide
    as the kept ones (a time stamp, HOP_FIXED), numbers no rule reads (Gemini's token counts)
-   or a sequence number that must follow the last (Responses'); for such an event this loop counts every repeat in a chunk without leaving C, its counters
-   in registers.  It takes an event only if memo_match would take it and count the same: where
+   or a sequence number that must follow the last (Responses'); for such an event this loop
+   counts every repeat in a chunk without leaving C, its counters in registers.  It takes an event only if memo_match would take it and count the same: where
    it cannot tell (a time stamp of another width, a control byte, a bad escape, a number with
    a sign, a fraction or an exponent, a sequence number that does not follow, a line past the
    bound), it stops before that event and
