@@ -118,6 +118,10 @@ cdef extern from "_replay.h":
         HOP_FIXED "FASTSSE_HOP_FIXED"
         HOP_NUMBER "FASTSSE_HOP_NUMBER"  # a number (replay_run takes plain integers)
         HOP_SEQ "FASTSSE_HOP_SEQ"  # a sequence number, read in any case: it must follow the last
+    # the end of the plain integer at q (digits, no leading zero, at most 15 of them), its value
+    # in *value; NULL: anything else is left to the reader
+    const unsigned char* plain_integer "fastsse_plain_integer"(
+        const unsigned char* q, const unsigned char* stop, int64_t* value) noexcept nogil
     int replay_widest "fastsse_replay_widest"  # 1: AVX2 in runs where the CPU has it, 0: SSE2
     const unsigned char* replay_run "fastsse_replay_run"(
         const unsigned char* t, Py_ssize_t len, Py_ssize_t tail, int n, const Py_ssize_t* start,
@@ -212,18 +216,6 @@ cdef inline Pos read_args(Record* rec, Pos q, Pos end, bint* captured) except? N
     close = skip_string(rec, q, end, A_TOOL_ARGS)
     captured[0] = rec.captured.len > 0  # an escape always stands for a byte
     return close
-
-cdef inline Pos plain_integer(Pos q, Pos end, int64_t* value) noexcept:
-    """The end of the plain integer at q (digits, no leading zero, at most 15 of them), or
-    NULL: anything else is left to the reader."""
-    cdef Pos s = q
-    value[0] = 0
-    while q < end and b'0' <= q[0] <= b'9' and q - s < 15:
-        value[0] = value[0] * 10 + (q[0] - 48)
-        q += 1
-    if q == s or (s[0] == b'0' and q - s > 1) or (q < end and b'0' <= q[0] <= b'9'):
-        return NULL
-    return q
 
 cdef inline Pos memo_match(Memo* m, Record* rec, Pos q, Pos end, Py_ssize_t* counts,
                            unsigned* same, Pos* args, Py_ssize_t* args_width,

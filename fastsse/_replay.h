@@ -7,11 +7,11 @@
    has been replayed, most of its holes are strings that vary (the text), free strings as wide
    as the kept ones (a time stamp, HOP_FIXED), numbers no rule reads (Gemini's token counts)
    or a sequence number that must follow the last (Responses'); for such an event this loop
-   counts every repeat in a chunk without leaving C, its counters in registers.  It takes an event only if memo_match would take it and count the same: where
-   it cannot tell (a time stamp of another width, a control byte, a bad escape, a number with
-   a sign, a fraction or an exponent, a sequence number that does not follow, a line past the
-   bound), it stops before that event and
-   memo_match looks at it. */
+   counts every repeat in a chunk without leaving C, its counters in registers.  It takes an
+   event only if memo_match would take it and count the same: where it cannot tell (a time
+   stamp of another width, a control byte, a bad escape, a number with a sign, a fraction or
+   an exponent, a sequence number that does not follow, a line past the bound), it stops
+   before that event and memo_match looks at it. */
 #ifndef FASTSSE_REPLAY_H
 #define FASTSSE_REPLAY_H
 
@@ -51,6 +51,22 @@ static int fastsse_replay_widest = 1;
    past an event longer than these, is the hardware prefetcher's, which follows a sequential
    read.  (A hint: the lines may be past the end of the data, prefetching never faults.) */
 enum { FASTSSE_RUN_PREFETCH_LINES = 4 };
+
+/* The end of the plain integer at q (digits, no leading zero, at most 15 of them, no digit
+   after them) before stop, its value in *value; or NULL: anything else is left to the reader.
+   How memo_match, templates and runs read a sequence number. */
+static inline __attribute__((always_inline)) const unsigned char *fastsse_plain_integer(
+        const unsigned char *q, const unsigned char *stop, int64_t *value) {
+    const unsigned char *digits = q;
+    *value = 0;
+    while (q < stop && (unsigned)(*q - '0') < 10 && q - digits < 15) {
+        *value = *value * 10 + (*q - '0');
+        q++;
+    }
+    if (q == digits || (*digits == '0' && q - digits > 1) || (q < stop && (unsigned)(*q - '0') < 10))
+        return NULL;
+    return q;
+}
 
 /* The closing quote of the JSON string whose content starts at q, before stop, or NULL: as
    skip_string finds it (no control byte; an escape is one unescape knows, or \\u and four
@@ -120,15 +136,9 @@ static inline __attribute__((always_inline)) const unsigned char *fastsse_replay
                     goto done;
                 q += width;
             } else if (numbered && op[h] == FASTSSE_HOP_SEQ) {
-                /* a sequence number: a plain integer as plain_integer reads one (digits, no
-                   leading zero, at most 15 of them), which must follow the last (below) */
-                const unsigned char *digits = q;
-                number = 0;
-                while (q < stop && (unsigned)(*q - '0') < 10 && q - digits < 15) {
-                    number = number * 10 + (*q - '0');
-                    q++;
-                }
-                if (q == digits || (*digits == '0' && q - digits > 1) || (q < stop && (unsigned)(*q - '0') < 10))
+                /* a sequence number, which must follow the last (below) */
+                q = fastsse_plain_integer(q, stop, &number);
+                if (q == NULL)
                     goto done;
                 seen[slot[h]] += 1;
             } else if (op[h] != FASTSSE_HOP_NUMBER) {
