@@ -143,6 +143,11 @@ def test_a_signed_out_cookie_is_refused_everywhere_even_if_kept(serve):
         {"Origin": "null"},
         {"Sec-Fetch-Site": "cross-site"},
         {"Sec-Fetch-Site": "same-site", "Origin": "http://sub.evil.example"},
+        # Origins that urlsplit cannot read (each was a 500 with a traceback)
+        {"Origin": "http://[::1"},
+        {"Origin": "http://["},
+        {"Origin": "https://]x["},
+        {"Origin": "http://[vX]"},
     ],
 )
 def test_a_form_post_from_another_site_neither_signs_in_nor_out(client, server, headers):

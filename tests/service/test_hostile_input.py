@@ -275,7 +275,13 @@ NUMBERS = st.one_of(
     st.just(b"9" * 5000),
 )
 TIMES = st.sampled_from(["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00", "2026-12-01T09:30:00Z", "x"])
-VALUES = st.one_of(ODD_BYTES, NUMBERS, TIMES.map(str.encode))
+# URLs as a client may write them (an Origin), bracketed hosts that are no address included.
+URLS = st.tuples(
+    st.sampled_from([b"http://", b"https://", b"", b"null"]),
+    st.sampled_from([b"[", b"]", b"[::1", b"[vX]", b"]x[", b"x", b"[::1]:80"]),
+    ODD_BYTES,
+).map(b"".join)
+VALUES = st.one_of(ODD_BYTES, NUMBERS, TIMES.map(str.encode), URLS)
 COOKIES = st.tuples(st.sampled_from([b"team", b"x", b""]), VALUES, ODD_BYTES).map(
     lambda parts: b"fastsse_session=" + b".".join(parts)
 )

@@ -89,7 +89,11 @@ def _cross_site(request: Request) -> bool:
     origin = request.headers.get("origin")
     if origin is None:
         return False
-    return origin == "null" or urlsplit(origin).netloc.lower() != request.headers.get("host", "").lower()
+    try:
+        host = urlsplit(origin).netloc
+    except ValueError:  # a bracketed host that is no IP address ("http://[::1"): no page's origin
+        return True
+    return origin == "null" or host.lower() != request.headers.get("host", "").lower()
 
 
 CROSS_SITE = {"detail": "a form post from another site is refused: sign in from this service's own page"}
