@@ -80,7 +80,7 @@ class Request:
     def json(self) -> dict:
         try:
             value = json.loads(self.body or b"{}")
-        except ValueError:
+        except (ValueError, RecursionError):
             raise BadRequest("the body is not JSON") from None
         if not isinstance(value, dict):
             raise BadRequest("the body is not a JSON object")

@@ -81,7 +81,7 @@ def generation(method: str, path: str, body: bytes, query: bytes = b"") -> Gener
 def _json_object(body: bytes) -> dict:
     try:
         value = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # (nested past the parser's depth)
         return {}
     return value if isinstance(value, dict) else {}
 

@@ -286,6 +286,20 @@ def test_requests_that_are_no_stream_pass_through_unjudged(mock, service, taps):
     assert verdicts(service.url, tool="whole") == []
 
 
+@pytest.mark.parametrize("body", [b"[" * 100_000, b'{"a":' * 100_000])
+def test_a_request_nested_past_the_json_parsers_depth_is_forwarded(service, taps, body):
+    tap = taps.start(service.url)
+    sock = send_head(
+        tap.port,
+        f"POST /v1/chat/completions HTTP/1.1\nhost: x\ncontent-length: {len(body)}\nconnection: close\n",
+        body,
+    )
+    answer = read_all(sock)
+    sock.close()
+    # the mock's own answer to a body that is no JSON object: the request went through
+    assert answer.startswith(b"HTTP/1.1 400 ") and b"not JSON" in answer, answer[:300]
+
+
 def test_an_unreachable_upstream_is_a_502_with_a_reason(service, taps):
     tap = taps.start(service.url, upstream=f"http://127.0.0.1:{free_port()}")
     got = through(tap, "chat", "F0")

@@ -37,6 +37,9 @@ def body(**fields) -> bytes:
         ("POST", "/v1beta/models/gemini-2.5-pro:generateContent", b"{}", ("gemini", False, "gemini-2.5-pro")),
         ("POST", "/v1/chat/completions", b"not json", ("chat", False, None)),
         ("POST", "/v1/chat/completions", b"[1, 2]", ("chat", False, None)),
+        # nested past the JSON parser's depth (a RecursionError, once a 500 of the tap's)
+        ("POST", "/v1/chat/completions", b"[" * 100_000, ("chat", False, None)),
+        ("POST", "/v1/messages", b'{"a":' * 100_000, ("anthropic", False, None)),
         ("POST", "/v1/chat/completions", body(model="x", stream="yes"), ("chat", False, "x")),
         # Bedrock names the model in its path, percent-encoded; its streaming operations stream
         (
