@@ -455,8 +455,9 @@ def _climbs(path: str) -> bool:
 
 
 def _for_log(url: httpx.URL) -> str:
-    """The URL as logs may show it: without the credentials it may hold (https://user:secret@host)."""
-    return str(url.copy_with(password=None, username=None)) if url.userinfo else str(url)
+    """The URL as logs may show it: scheme, host and path, without the credentials it may hold
+    in its user part (https://user:secret@host) or its query (?api-key=..., Gemini's ?key=...)."""
+    return str(url.copy_with(password=None, username=None, query=None))
 
 
 async def _disconnected(receive) -> None:
@@ -500,4 +501,8 @@ def run(settings: TapSettings, host: str, port: int, log_config: dict | None = N
         timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) + 30,
     )
     logging.getLogger("uvicorn.error").addFilter(QuietBreaks())  # after uvicorn's dictConfig
+    # httpx logs every request's whole URL at INFO (the upstream's password and key, a client's
+    # ?key=), and httpcore its steps at DEBUG: neither is ever written, at any TAP_LOG_LEVEL.
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     uvicorn.Server(config).run()

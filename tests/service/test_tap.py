@@ -601,6 +601,10 @@ def test_a_compressed_answer_is_judged_by_its_decoded_bytes():
 # ---------------------------------------------------------------------------------------------
 # the command, as a process
 # ---------------------------------------------------------------------------------------------
+# Credentials in the upstream's URL and a client's query: never in a log line, at any level.
+UPSTREAM_PASSWORD, UPSTREAM_KEY, CLIENT_KEY = "Upstr3amPassw0rd", "UpstreamQueryKey", "AIzaCLIENTSECRETKEY123"
+
+
 def test_the_tap_command_relays_posts_and_logs_no_payload(mock, service, tmp_path):
     port = free_port()
     spool_dir = tmp_path / "process-spool"
@@ -609,6 +613,7 @@ def test_the_tap_command_relays_posts_and_logs_no_payload(mock, service, tmp_pat
         "TAP_SPOOL_DIR": str(spool_dir),
         "TAP_INGEST_TOKEN": INGEST_SECRET,
         "TAP_SHUTDOWN_GRACE_SECONDS": "2",
+        "TAP_LOG_LEVEL": "debug",
     }
     log_path = tmp_path / "tap.log"
     with open(log_path, "wb") as log:
@@ -621,7 +626,7 @@ def test_the_tap_command_relays_posts_and_logs_no_payload(mock, service, tmp_pat
                 "--listen",
                 f"127.0.0.1:{port}",
                 "--upstream",
-                f"http://127.0.0.1:{mock.port}",
+                f"http://svcuser:{UPSTREAM_PASSWORD}@127.0.0.1:{mock.port}/?api-key={UPSTREAM_KEY}",
                 "--ingest",
                 service.url,
             ],
@@ -645,8 +650,11 @@ def test_the_tap_command_relays_posts_and_logs_no_payload(mock, service, tmp_pat
                     {"user-agent": "process-tap/1"},
                 )
                 assert got["status"] == 200
-            stored = wait_for(service.url, 3, tool="process-tap")
-            assert sorted(v["category"] for v in stored) == sorted(EXPECTED_OVER_HTTP[f] for f in ("F0", "reset", "F3"))
+            keyed = stream_path("gemini") + f"&key={CLIENT_KEY}"
+            assert request(port, "POST", keyed, generation("gemini"), {"user-agent": "process-tap/1"})["status"] == 200
+            stored = wait_for(service.url, 4, tool="process-tap")
+            expected = [EXPECTED_OVER_HTTP[f] for f in ("F0", "reset", "F3", "F0")]
+            assert sorted(v["category"] for v in stored) == sorted(expected)
         finally:
             process.send_signal(signal.SIGTERM)
             # uvicorn shuts down, then re-raises the signal so the parent sees why it ended.
@@ -654,6 +662,8 @@ def test_the_tap_command_relays_posts_and_logs_no_payload(mock, service, tmp_pat
     text = log_path.read_text()
     assert "Application shutdown complete" in text
     assert CANARY not in text
+    for secret in (UPSTREAM_PASSWORD, UPSTREAM_KEY, CLIENT_KEY, INGEST_SECRET):
+        assert secret not in text, secret
     assert "Traceback" not in text and "Exception in ASGI" not in text, text
     assert spooled(spool_dir / "pending") == []
 
