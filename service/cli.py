@@ -124,7 +124,7 @@ def http_protocol(settings):
     if isinstance(settings, TapSettings):
         from .http_limits import bounded_protocol
 
-        return bounded_protocol(settings.head_timeout_seconds, settings.max_connections, settings_prefix="TAP_")
+        return bounded_protocol(settings, settings_prefix="TAP_")
     return f"{__package__}.http_limits:BoundedHttpToolsProtocol"
 
 

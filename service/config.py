@@ -64,6 +64,9 @@ class Settings(BaseSettings):
     # it was made and after each answer, else it is closed (408 if it sent anything): a client
     # that sends nothing, or dribbles its head a byte at a time, holds its connection no longer.
     head_timeout_seconds: float = Field(default=30.0, gt=0)
+    # An answer the client takes no byte of for this long, while what was written of it waits
+    # in the worker, ends the connection: a client that never reads holds it no longer.
+    answer_idle_timeout_seconds: float = Field(default=30.0, gt=0)
     # A worker holds at most this many connections (each is a file descriptor); one more is
     # answered 503 and closed at once.  The worker raises its open-file limit to fit it.
     max_connections: int = Field(default=4096, ge=1)
@@ -137,10 +140,12 @@ class TapSettings(BaseSettings):
     # answered 503 (each body is read whole before it is forwarded).
     max_buffered_request_bytes: int = Field(default=512 * 1024 * 1024, ge=1)
     # As the service's settings of the same names (without TAP_): a request head whole this
-    # long after the connection was made or its last answer went out, a request body that
-    # sends a byte at least this often and is whole within the total, at most this many
-    # connections.
+    # long after the connection was made or its last answer went out, an answer the client
+    # takes a byte of at least this often (else the upstream's answer is dropped, unjudged, as
+    # for a client that hangs up), a request body that sends a byte at least this often and is
+    # whole within the total, at most this many connections.
     head_timeout_seconds: float = Field(default=30.0, gt=0)
+    answer_idle_timeout_seconds: float = Field(default=30.0, gt=0)
     upload_idle_timeout_seconds: float = Field(default=30.0, gt=0)
     upload_timeout_seconds: float = Field(default=300.0, gt=0)
     max_connections: int = Field(default=4096, ge=1)

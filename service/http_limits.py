@@ -9,17 +9,27 @@ does not have:
   again after each answer: a client that sends nothing, only part of a head, or only the CRLFs
   that may come between requests, is closed then (with 408 if it sent anything).  Bytes do not
   reset the deadline; uvicorn's keep-alive timeout, which any byte cancels, is no bound;
+- an answer the client takes none of for ANSWER_IDLE_TIMEOUT_SECONDS, while the bytes already
+  written wait in the worker (past the transport's high-water mark), ends the connection
+  (aborted: closing would wait for those bytes).  A client that pipelines requests and never
+  reads the answers, or asks the tap for a stream and never reads it, holds its connection,
+  its memory and the tap's upstream connection that long, not for good;
+- a request with a Transfer-Encoding other than chunked gets 501 (RFC 9112, section 6.1):
+  httptools would pass on the body still coded, to be judged as if it were the stream's bytes;
 - a worker holds at most MAX_CONNECTIONS connections: one past it is answered 503 and closed at
   once, so idle sockets cannot use up the worker's file descriptors.
 
 ``serve`` runs uvicorn with ``http="fastsse_service.http_limits:BoundedHttpToolsProtocol"``,
-which reads the service's settings; the tap runs ``bounded_protocol(...)`` with its own.
+which reads the service's settings; the tap runs ``bounded_protocol(settings, "TAP_")``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import struct
+from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -30,20 +40,22 @@ MAX_HEAD_BYTES = 64 * 1024
 MAX_HEADERS = 100
 TOO_LARGE = b"431 Request Header Fields Too Large"
 TIMEOUT = b"408 Request Timeout"
+NOT_IMPLEMENTED = b"501 Not Implemented"
 UNAVAILABLE = b"503 Service Unavailable"
+_RESET_ON_CLOSE = struct.pack("ii", 1, 0)  # SO_LINGER on, for 0 s
 
 
-class _HeadTooLarge(Exception):
-    pass
+class _Refused(Exception):
+    """Raised in a parser callback: httptools stops parsing, and data_received sends the
+    refusal the protocol noted."""
 
 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
-    # Set on a subclass (bounded_protocol); None: the service's settings.
-    head_timeout_seconds: float | None = None
-    max_connections: int | None = None
-    # What the answers name: the settings as their readers set them.
-    head_timeout_setting = "HEAD_TIMEOUT_SECONDS"
-    max_connections_setting = "MAX_CONNECTIONS"
+    # Set on a subclass (bounded_protocol): the settings whose bounds it keeps (they have the
+    # fields head_timeout_seconds, answer_idle_timeout_seconds and max_connections), and the
+    # prefix of their names in answers and logs.  None: the service's settings.
+    bounds: Any = None
+    settings_prefix = ""
 
     # While a head is awaited (the deadline runs) the bytes that arrive are counted too:
     # httptools keeps a header it has not finished in a buffer of its own, which on_header
@@ -52,23 +64,22 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     _head_arrived = 0
     _refusal: tuple[bytes, str, str] | None = None
     _head_timer: asyncio.TimerHandle | None = None
+    _answer_timer: asyncio.TimerHandle | None = None
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        if self.head_timeout_seconds is None or self.max_connections is None:
-            settings = get_settings()
-            self._head_timeout = settings.head_timeout_seconds
-            self._max_connections = settings.max_connections
-        else:
-            self._head_timeout = self.head_timeout_seconds
-            self._max_connections = self.max_connections
+        bounds = self.bounds or get_settings()
+        self._head_timeout = bounds.head_timeout_seconds
+        self._answer_idle_timeout = bounds.answer_idle_timeout_seconds
+        self._max_connections = bounds.max_connections
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
         if len(self.connections) > self._max_connections:
             self._refuse(
                 UNAVAILABLE,
-                f"this worker holds {self._max_connections} connections ({self.max_connections_setting}); retry later",
+                f"this worker holds {self._max_connections} connections "
+                f"({self.settings_prefix}MAX_CONNECTIONS); retry later",
                 "too_many_connections",
             )
             return
@@ -83,7 +94,35 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_head_timer()
+        if self._answer_timer is not None:
+            self._answer_timer.cancel()
+            self._answer_timer = None
         super().connection_lost(exc)
+
+    # The transport calls these when the bytes written and not yet sent pass its high-water
+    # mark, and when they are below its low-water mark again.
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._answer_timer is None:
+            self._answer_timer = self.loop.call_later(self._answer_idle_timeout, self._answer_not_taken)
+
+    def resume_writing(self) -> None:
+        if self._answer_timer is not None:
+            self._answer_timer.cancel()
+            self._answer_timer = None
+        super().resume_writing()
+
+    def _answer_not_taken(self) -> None:
+        self._answer_timer = None
+        if self.transport.is_closing():
+            return
+        metrics.CONNECTIONS_CLOSED.labels("answer_not_taken").inc()
+        # Reset, not closed: a closed socket's unsent bytes would stay in the kernel, which
+        # would go on offering them to the client for minutes.
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET_ON_CLOSE)
+        self.transport.abort()
 
     def _await_head(self) -> None:
         """The deadline for the next whole request head starts now; the bytes that come
@@ -104,7 +143,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             return
         self._refuse(
             TIMEOUT,
-            f"the request head was not whole within {self.head_timeout_setting} ({self._head_timeout:g} s)",
+            f"the request head was not whole within {self.settings_prefix}HEAD_TIMEOUT_SECONDS "
+            f"({self._head_timeout:g} s)",
             "head_timeout",
         )
 
@@ -134,7 +174,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._head_bytes += size
         if self._head_bytes > MAX_HEAD_BYTES:
             self._refusal = (TOO_LARGE, f"the request head is larger than {MAX_HEAD_BYTES} bytes", "head_too_large")
-            raise _HeadTooLarge  # httptools stops parsing and data_received sends the answer
+            raise _Refused
 
     def on_url(self, url: bytes) -> None:
         self._count(len(url))
@@ -144,8 +184,18 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._count(len(name) + len(value) + 4)
         if len(self.headers) >= MAX_HEADERS:
             self._refusal = (TOO_LARGE, f"the request has more than {MAX_HEADERS} headers", "head_too_large")
-            raise _HeadTooLarge
+            raise _Refused
         super().on_header(name, value)
+        if self.headers[-1][0] == b"transfer-encoding" and any(
+            coding.strip().lower() != b"chunked" for coding in value.split(b",")
+        ):
+            self._refusal = (
+                NOT_IMPLEMENTED,
+                "a Transfer-Encoding other than chunked is not decoded: send the body chunked, "
+                "compressed with a Content-Encoding if it must be",
+                "transfer_coding",
+            )
+            raise _Refused
 
     def _refuse(self, status: bytes, detail: str, reason: str) -> None:
         self._refusal = (status, detail, reason)
@@ -168,18 +218,11 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
-def bounded_protocol(
-    head_timeout_seconds: float, max_connections: int, *, settings_prefix: str = ""
-) -> type[BoundedHttpToolsProtocol]:
-    """The protocol with these bounds, for a server whose settings are not the service's
-    (the tap: ``settings_prefix="TAP_"``)."""
+def bounded_protocol(bounds: Any, settings_prefix: str = "") -> type[BoundedHttpToolsProtocol]:
+    """The protocol with the bounds of ``bounds``, settings that are not the service's (the
+    tap's: ``settings_prefix="TAP_"``)."""
     return type(
         "BoundedHttpToolsProtocol",
         (BoundedHttpToolsProtocol,),
-        {
-            "head_timeout_seconds": head_timeout_seconds,
-            "max_connections": max_connections,
-            "head_timeout_setting": f"{settings_prefix}HEAD_TIMEOUT_SECONDS",
-            "max_connections_setting": f"{settings_prefix}MAX_CONNECTIONS",
-        },
+        {"bounds": bounds, "settings_prefix": settings_prefix},
     )

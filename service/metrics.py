@@ -115,12 +115,21 @@ FAILED_CREDENTIALS = Counter(
     "address a share of FAILED_CREDENTIALS_BURST (past it: 429).",
     ["kind"],
 )
-CONNECTION_CLOSE_REASONS = ("idle", "head_timeout", "head_too_large", "too_many_connections")
+CONNECTION_CLOSE_REASONS = (
+    "idle",
+    "head_timeout",
+    "head_too_large",
+    "transfer_coding",
+    "too_many_connections",
+    "answer_not_taken",
+)
 CONNECTIONS_CLOSED = Counter(
     "fastsse_connections_closed_total",
-    "Connections the server closed before a request was whole, by reason: idle (nothing sent by "
-    "HEAD_TIMEOUT_SECONDS), head_timeout (408), head_too_large (431), too_many_connections (503, "
-    "past MAX_CONNECTIONS).",
+    "Connections the server closed, by reason: before a request was whole, idle (nothing sent by "
+    "HEAD_TIMEOUT_SECONDS), head_timeout (408), head_too_large (431), transfer_coding (501, a "
+    "Transfer-Encoding other than chunked), too_many_connections (503, past MAX_CONNECTIONS); or "
+    "answer_not_taken (aborted: the client took no byte of its answer for "
+    "ANSWER_IDLE_TIMEOUT_SECONDS).",
     ["reason"],
 )
 DB_WRITE_SECONDS = Histogram(

@@ -28,3 +28,21 @@ def read_all(sock: socket.socket, timeout: float | None = None) -> bytes:
     except (ConnectionResetError, TimeoutError):
         pass
     return got
+
+
+def small_window_connection(port: int) -> socket.socket:
+    """A connection whose receive buffer is 4 KiB: what the server writes and this side never
+    reads piles up in the server, not in this socket."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(LATE + 5)
+    sock.connect(("127.0.0.1", port))
+    return sock
+
+
+TCP_CLOSE = 7  # Linux's tcp_states.h: what a connection is once the peer reset it
+
+
+def reset_by_peer(sock: socket.socket) -> bool:
+    """Whether the server aborted this connection (a reset), read without reading its bytes."""
+    return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0] == TCP_CLOSE

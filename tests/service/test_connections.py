@@ -5,6 +5,7 @@ answers 503 at once; a flood of idle connections cannot use up a worker's file d
 
 from __future__ import annotations
 
+import gzip
 import os
 import socket
 import subprocess
@@ -17,10 +18,11 @@ import pytest
 from loadtests.localhost import free_port, wait_until
 from tests.loadtests.mock_helpers import Mock
 
-from .conftest import ThreadServer
-from .raw_http import LATE, read_all
+from .conftest import INGEST_SECRET, ThreadServer, metric_total
+from .raw_http import LATE, read_all, reset_by_peer, small_window_connection
 
 HEAD_TIMEOUT = 1.0
+CLOSED = "fastsse_connections_closed_total"
 
 
 class Served:
@@ -174,6 +176,46 @@ def test_past_max_connections_a_connection_is_refused_at_once_and_served_once_ot
             return not one_answer(sock).startswith(b"HTTP/1.1 503")
 
     wait_until(served, what="a request served once the idle connections are gone", timeout=LATE)
+
+
+def test_a_transfer_coding_other_than_chunked_is_a_501(start):
+    # httptools takes the last coding, chunked, off and would pass on a body still gzip'd:
+    # judged as the stream's bytes, a silent failure.
+    server = start(30.0, 100)
+    coded = gzip.compress(b'data: {"choices":[]}\n\ndata: [DONE]\n\n')
+    # (chunked not last is the parser's own 400, RFC 9112 section 6.3)
+    for codings, status in (("gzip, chunked", b"501"), ("identity, chunked", b"501"), ("chunked, gzip", b"400")):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=LATE) as sock:
+            sock.sendall(
+                f"POST /v1/streams?stream_id=te-1 HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {INGEST_SECRET}\r\n"
+                f"transfer-encoding: {codings}\r\n\r\n".encode()
+                + b"%x\r\n%s\r\n0\r\n\r\n" % (len(coded), coded)
+            )
+            answer = read_all(sock, LATE)
+        assert answer.startswith(b"HTTP/1.1 " + status), (codings, answer[:200])
+        assert status == b"400" or b"Transfer-Encoding other than chunked" in answer
+
+
+def test_a_client_that_never_reads_its_answers_is_cut_off(service_process, sqlite_url):
+    # Requests pipelined and answers never read: without a deadline on the answers, each such
+    # connection held its descriptor and about 0.8 MiB for good.
+    service = service_process({"DATABASE_URL": sqlite_url, "ANSWER_IDLE_TIMEOUT_SECONDS": "1"})
+    pid = service.process.pid
+    baseline = open_fds(pid)
+    silent = [small_window_connection(service.port) for _ in range(4)]
+    try:
+        for sock in silent:
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n" * 200)
+        wait_until(
+            lambda: all(reset_by_peer(sock) for sock in silent),
+            what="every connection that never reads aborted by the service",
+            timeout=LATE + 5,
+        )
+        wait_until(lambda: open_fds(pid) <= baseline, what="their descriptors let go", timeout=LATE)
+        assert metric_total(httpx.get(f"{service.url}/metrics").text, CLOSED, reason="answer_not_taken") == 4
+    finally:
+        for sock in silent:
+            sock.close()
 
 
 def open_fds(pid: int) -> int:

@@ -33,7 +33,7 @@ from loadtests.wire import CONTENT_TYPES, EXPECTED_OVER_HTTP
 from tests.loadtests.mock_helpers import CASES, STALL_SECONDS, Mock, generation, request, stream_path
 
 from .conftest import INGEST_SECRET, READ, REPO, TOKENS, ThreadServer
-from .raw_http import LATE, read_all, send_head
+from .raw_http import LATE, read_all, reset_by_peer, send_head, small_window_connection
 
 CANARY = "CANARY-tap-7f3a1c-never-stored"
 BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"  # percent-encoded in the path
@@ -298,6 +298,38 @@ def test_a_request_nested_past_the_json_parsers_depth_is_forwarded(service, taps
     sock.close()
     # the mock's own answer to a body that is no JSON object: the request went through
     assert answer.startswith(b"HTTP/1.1 400 ") and b"not JSON" in answer, answer[:300]
+
+
+def test_a_client_that_never_reads_its_stream_lets_the_upstream_go(service, taps):
+    # A client that asks for a stream and never reads it held the tap's upstream connection
+    # for good (at TAP_MAX_UPSTREAM_CONNECTIONS, every client got 503).
+    class EndlessAnswer(httpx.AsyncByteStream):
+        closed = False
+
+        async def __aiter__(self):
+            for _ in range(4096):  # 256 MiB at most: the test stops by itself
+                await asyncio.sleep(0)  # (as a read from a real upstream waits for its socket)
+                yield b'data: {"choices":[{"index":0,"delta":{"content":"' + b"x" * 65_000 + b'"}}]}\n\n'
+
+        async def aclose(self):
+            self.closed = True
+
+    answer = EndlessAnswer()
+
+    def upstream(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=answer)
+
+    tap = taps.start(service.url, upstream_transport=httpx.MockTransport(upstream), answer_idle_timeout_seconds=1)
+    sock = small_window_connection(tap.port)
+    try:
+        body = json.dumps(generation("chat")).encode()
+        head = f"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: {len(body)}\r\n\r\n"
+        sock.sendall(head.encode() + body)
+        wait_until(lambda: reset_by_peer(sock), what="the tap aborting the client that never reads", timeout=LATE)
+        # let go, and not judged: nobody read the answer
+        wait_until(lambda: answer.closed and tap.tap.hung_up == 1, what="the upstream's answer let go", timeout=LATE)
+    finally:
+        sock.close()
 
 
 def test_an_unreachable_upstream_is_a_502_with_a_reason(service, taps):
