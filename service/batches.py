@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from .auth import Gateway, SignedPost
 from .config import Settings
-from .content_encoding import BodyDecoder, RatioTooHigh, UndecodableBody
+from .content_encoding import BodyDecoder, BodyTooCostly, UndecodableBody
 from .db import utcnow
 from .ingest import (
     PARAMETERS,
@@ -253,7 +253,7 @@ async def ingest_batch(
             if decoder is None:
                 reader.feed(chunk)
             else:
-                for piece in decoder.feed(chunk):
+                async for piece in decoder.pieces(chunk):
                     reader.feed(piece)
         if decoder is not None:
             decoder.finish()
@@ -262,7 +262,7 @@ async def ingest_batch(
         return Refused(Refusal.UNDECODABLE, str(exc))
     except LargeBatch as exc:
         return Refused(Refusal.TOO_LARGE, f"{exc}; nothing stored")
-    except (RatioTooHigh, UndecodableBody, UploadBrokeOff, asyncio.CancelledError) as exc:
+    except (BodyTooCostly, UndecodableBody, UploadBrokeOff, asyncio.CancelledError) as exc:
         refusal = upload_refusal(exc, clock, "a batch", reader.received)
         if refusal is None:
             raise

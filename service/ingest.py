@@ -27,7 +27,7 @@ import fastsse
 from . import metrics
 from .auth import Gateway
 from .config import Settings
-from .content_encoding import BodyDecoder, RatioTooHigh, UndecodableBody
+from .content_encoding import BodyDecoder, BodyTooCostly, UndecodableBody
 from .db import utcnow
 from .judging import BodyTooLarge, StreamJudge, sanitize_tool, verdict_row
 from .uploads import UploadBrokeOff, UploadClock
@@ -292,12 +292,12 @@ async def ingest(
                 clock.tick()
                 if sent is not None:
                     sent.update(chunk)
-                for piece in decoder.feed(chunk):
+                async for piece in decoder.pieces(chunk):
                     judge.feed(piece)
             decoder.finish()
     except BodyTooLarge:
         return too_large  # the rest is never read
-    except (RatioTooHigh, UndecodableBody, UploadBrokeOff, asyncio.CancelledError) as exc:
+    except (BodyTooCostly, UndecodableBody, UploadBrokeOff, asyncio.CancelledError) as exc:
         refusal = upload_refusal(exc, clock, f"stream_id={params.stream_id}", judge.received)
         if refusal is None:
             raise
@@ -327,7 +327,7 @@ def upload_refusal(exc: BaseException, clock: UploadClock, what: str, received: 
     """What a post whose body stopped being read with ``exc`` is answered; None if ``exc`` is no
     fault of the upload (a cancellation from outside), which the caller re-raises.  ``what``
     names the post in the log (``stream_id=...``, ``a batch``); ``received``: bytes read."""
-    if isinstance(exc, RatioTooHigh):  # (its message already says nothing is stored)
+    if isinstance(exc, BodyTooCostly):  # (its message already says nothing is stored)
         return Refused(Refusal.TOO_LARGE, str(exc))
     if isinstance(exc, UndecodableBody):
         return Refused(Refusal.UNDECODABLE, str(exc))

@@ -360,7 +360,9 @@ def test_a_compressed_batch_bomb_is_413_and_memory_stays_flat(make_settings, pre
                 Gateway("gw1"),
                 settings=settings,
                 writer=None,  # never reached
-                decoder=content_decoder("zstd", max_ratio=settings.max_decoded_ratio),
+                decoder=content_decoder(
+                    "zstd", max_ratio=settings.max_decoded_ratio, max_bytes=settings.max_body_bytes
+                ),
             )
             return outcome, tracemalloc.get_traced_memory()[1] - baseline, read
         finally:

@@ -7,14 +7,25 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import struct
+import threading
+import time
 import tracemalloc
 import zlib
 
+import httpx
 import pytest
 
 from fastsse_service.auth import Gateway, sign_post
 from fastsse_service.config import Settings
-from fastsse_service.content_encoding import PIECE_BYTES, RATIO_FLOOR_BYTES, UndecodableBody, content_decoder
+from fastsse_service.content_encoding import (
+    MAX_FRAMES,
+    PIECE_BYTES,
+    RATIO_FLOOR_BYTES,
+    TURN_BYTES,
+    UndecodableBody,
+    content_decoder,
+)
 from fastsse_service.ingest import IngestParams, Refusal, Refused, ingest
 from loadtests.wire import short_stream
 
@@ -133,12 +144,12 @@ def test_deflate_tells_its_format_from_two_bytes_whatever_the_chunks(first):
     chunk holds one of them, or none."""
     stream = short_stream(text=TEXT)
     for body in (zlib.compress(stream), zlib.compress(stream)[2:-4]):
-        decoder = content_decoder("deflate", max_ratio=1000)
+        decoder = content_decoder("deflate", max_ratio=1000, max_bytes=1 << 20)
         pieces = [body[:first], body[first : first + 1], body[first + 1 :]]
         decoded = b"".join(piece for chunk in pieces for piece in decoder.feed(chunk))
         decoder.finish()
         assert decoded == stream
-    decoder = content_decoder("deflate", max_ratio=1000)
+    decoder = content_decoder("deflate", max_ratio=1000, max_bytes=1 << 20)
     assert list(decoder.feed(b"x")) == []
     with pytest.raises(UndecodableBody, match="ends before"):
         decoder.finish()  # one byte, and the body ended
@@ -208,7 +219,7 @@ def test_a_bomb_of_2_gib_is_413_and_memory_stays_flat(sqlite_url, encoding, make
                 read += len(chunk)
                 yield chunk
 
-        decoder = content_decoder(encoding, max_ratio=settings.max_decoded_ratio)
+        decoder = content_decoder(encoding, max_ratio=settings.max_decoded_ratio, max_bytes=settings.max_body_bytes)
         tracemalloc.start()
         try:
             baseline = tracemalloc.get_traced_memory()[0]
@@ -241,3 +252,98 @@ def test_a_highly_compressible_stream_under_the_floor_is_judged(client):
     assert len(stream) / len(body) > 1000 and len(stream) < RATIO_FLOOR_BYTES
     answer = post(client, body, "zstd")
     assert answer.status_code == 201 and answer.json()["category"] == "complete", answer.text
+
+
+# Members and frames that decode to nothing, as an attacker packs them: each cost the service a
+# decoder made in Python, and none reached a bound on what the body decodes to.
+EMPTY_FRAMES = {
+    "gzip": gzip.compress(b"", mtime=0),  # 20 bytes
+    "zstd": zstd.compress(b""),  # 9 bytes
+    "zstd (skippable)": struct.pack("<II", 0x184D2A50, 0),  # 8 bytes, no data
+}
+
+
+@pytest.mark.parametrize("route", ["/v1/streams?stream_id=frames", "/v1/streams/batch"])
+@pytest.mark.parametrize("frames", EMPTY_FRAMES)
+def test_a_body_of_empty_frames_is_refused_at_its_first_frame_past_the_bound(client, database_url, frames, route):
+    # 8 MiB of them held a worker's loop for 10 s (2.5 to 3.3 CPU s a MiB); /healthz meanwhile
+    # waited as long.
+    body = EMPTY_FRAMES[frames] * ((8 << 20) // len(EMPTY_FRAMES[frames]))
+    slowest = []
+    done = threading.Event()
+
+    def probe():
+        while not done.is_set():
+            started = time.monotonic()
+            assert client.get("/healthz").status_code == 200
+            slowest.append(time.monotonic() - started)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    try:
+        answer = client.post(route, content=body, headers={**INGEST, "content-encoding": frames.split(" ")[0]})
+    finally:
+        done.set()
+        prober.join()
+    assert answer.status_code == 413, answer.text
+    assert f"more than {MAX_FRAMES}" in answer.json()["detail"]
+    assert max(slowest) < 1.0
+    assert stored_rows(database_url) == []
+
+
+def test_a_body_of_as_many_frames_as_the_bound_is_judged(client):
+    stream = short_stream(text=TEXT)
+    cut = len(stream) // MAX_FRAMES
+    parts = [stream[i * cut : (i + 1) * cut] for i in range(MAX_FRAMES - 1)] + [stream[(MAX_FRAMES - 1) * cut :]]
+    for encoding, compress in (("gzip", gzip.compress), ("zstd", zstd.compress)):
+        answer = post(client, b"".join(compress(part) for part in parts), encoding, f"frames-{encoding}")
+        assert answer.status_code == 201 and answer.json()["category"] == "complete", answer.text
+
+
+def test_the_compressed_bytes_count_against_max_body_bytes(serve):
+    """A body sent chunked (no Content-Length to refuse it by) of empty deflate blocks decodes to
+    nothing: what was sent is bounded as well as what it decodes to."""
+    server = serve(max_body_bytes=1 << 20)
+    empty_blocks = b"\x00\x00\x00\xff\xff" * ((2 << 20) // 5)  # stored, empty, not the last
+
+    def body():
+        yield b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # a gzip member's head
+        for at in range(0, len(empty_blocks), 64 << 10):
+            yield empty_blocks[at : at + (64 << 10)]
+
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        answer = http.post(
+            "/v1/streams",
+            params={"stream_id": "blocks"},
+            content=body(),
+            headers={**INGEST, "content-encoding": "gzip"},
+        )
+    assert answer.status_code == 413 and "MAX_BODY_BYTES (1048576) as sent" in answer.json()["detail"], answer.text
+
+
+def test_a_chunk_that_decodes_to_much_gives_the_loop_a_turn_every_mib():
+    decoded = 12 * TURN_BYTES
+    chunk = zstd.compress(b"data: {}\n\n" * (decoded // 10))  # one chunk, 12 MiB decoded
+
+    async def run() -> tuple[int, int]:
+        turns = 0
+
+        async def count_turns():
+            nonlocal turns
+            while True:
+                await asyncio.sleep(0)
+                turns += 1
+
+        counting = asyncio.ensure_future(count_turns())
+        await asyncio.sleep(0)
+        turns = 0
+        decoder = content_decoder("zstd", max_ratio=10**9, max_bytes=64 << 20)
+        total = 0
+        async for piece in decoder.pieces(chunk):
+            total += len(piece)
+        counting.cancel()
+        return turns, total
+
+    turns, total = asyncio.run(run())
+    assert total == decoded // 10 * 10
+    assert turns >= total // TURN_BYTES

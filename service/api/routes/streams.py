@@ -158,7 +158,8 @@ RAW_STREAM_BODY = {
         413: {
             "model": Problem,
             "description": "The body passed MAX_BODY_BYTES (a compressed body: what it decodes "
-            "to), or decodes to more than MAX_DECODED_RATIO times its size: nothing stored.",
+            "to, and as sent), decodes to more than MAX_DECODED_RATIO times its size, or holds "
+            "more than 64 gzip members or zstd frames: nothing stored.",
         },
         429: {
             "model": Problem,
@@ -242,8 +243,9 @@ BATCH_BODY = {
         },
         413: {
             "model": Problem,
-            "description": "The batch passed MAX_BODY_BYTES (decoded) or MAX_BATCH_STREAMS, or "
-            "decodes to more than MAX_DECODED_RATIO times its size: nothing stored.",
+            "description": "The batch passed MAX_BODY_BYTES (decoded, or as sent) or MAX_BATCH_STREAMS, "
+            "decodes to more than MAX_DECODED_RATIO times its size, or holds more than 64 gzip "
+            "members or zstd frames: nothing stored.",
         },
         415: {"model": Problem, "description": "An unknown Content-Encoding: nothing stored."},
         429: {"model": Problem, "description": "Too many credentials from this client address matched nothing."},
@@ -292,7 +294,11 @@ async def _answer(
         return problem(exc.status_code, exc.detail, exc.headers)
     try:
         # (judged as if it were the stream's bytes, a compressed body would be a silent failure)
-        decoder = content_decoder(_all_values(headers, "content-encoding"), max_ratio=state.settings.max_decoded_ratio)
+        decoder = content_decoder(
+            _all_values(headers, "content-encoding"),
+            max_ratio=state.settings.max_decoded_ratio,
+            max_bytes=state.settings.max_body_bytes,
+        )
     except UnknownEncoding as exc:
         return problem(415, str(exc))
     params = None
