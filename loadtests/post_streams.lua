@@ -30,7 +30,7 @@ function init(args)
     headers = {
       ["Content-Type"] = "text/event-stream",
       ["content-digest"] = "sha-256=:" .. string.rep("A", 43) .. "=:",
-      ["webhook-signature"] = "fastsse1," .. string.rep("B", 43) .. "=",
+      ["webhook-signature"] = "fastsse2," .. string.rep("B", 43) .. "=",
     }
   else
     headers = {["Authorization"] = "Bearer " .. args[5], ["Content-Type"] = "text/event-stream"}

@@ -2,8 +2,9 @@
 
 A gateway proves itself with ``Authorization: Bearer <secret>`` or, if it signs its posts, with
 the headers of Standard Webhooks plus a Content-Digest: an HMAC-SHA256 over the post's id, time,
-request target (path and query) and the body's SHA-256, so that the signer is known before the
-body is read and no parameter of a signed post can be changed (docs/gateways/signing.md).  The
+request target (path and query), Content-Encoding and the body's SHA-256, so that the signer is
+known before the body is read and nothing that changes what the post means can be changed
+(docs/gateways/signing.md).  The
 identity always comes from the credential that matched, never from a parameter.  Secrets are
 compared in constant time.
 """
@@ -31,7 +32,10 @@ _UNIX_SECONDS = re.compile(r"[0-9]{1,12}")
 MESSAGE_ID = re.compile(r"[!-~]{1,256}")
 # A signed post's headers (docs/gateways/signing.md).
 SIGNING_HEADERS = ("webhook-id", "webhook-timestamp", "content-digest", "webhook-signature")
-SIGNATURE_VERSION = "fastsse1"
+SIGNATURE_VERSION = "fastsse2"
+# fastsse1 did not cover Content-Encoding: a captured compressed post sent again without it was
+# judged as its compressed bytes (a forged silent failure).  Named in its refusal.
+RETIRED_VERSION = "fastsse1"
 _SESSION_ID = re.compile(r"[0-9a-f]{32}")
 
 
@@ -127,8 +131,11 @@ class Credentials:
         digest = hmac.new(secret, f"session.{name}.{expires}.{session_id}".encode(), hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
-    def signed_post(self, headers, target: bytes, *, tolerance_seconds: int) -> SignedPost | None:
+    def signed_post(
+        self, headers, target: bytes, *, content_encoding: str | None, tolerance_seconds: int
+    ) -> SignedPost | None:
         """The gateway that signed this post's head, or None if it carries no signing headers.
+        ``content_encoding``: the post's Content-Encoding (every line of it), or None.
 
         Raises BadSignature with the reason if the headers are there but do not hold."""
         values = [headers.get(name) for name in SIGNING_HEADERS]
@@ -144,20 +151,26 @@ class Credentials:
         body_sha256 = _sha256_of(digest)
         if body_sha256 is None:
             raise BadSignature("content-digest must be sha-256=:<base64 of the body's SHA-256>:")
-        presented = []
+        presented, retired = [], False
         for item in signatures.split():
             version, _, value = item.partition(",")
+            retired = retired or version == RETIRED_VERSION
             if version == SIGNATURE_VERSION:
                 try:
                     presented.append(base64.b64decode(value, validate=True))
                 except (binascii.Error, ValueError):
                     continue
         if not presented:
+            if retired:
+                raise BadSignature(
+                    f"webhook-signature holds a {RETIRED_VERSION} signature, which does not cover "
+                    f"Content-Encoding: sign with {SIGNATURE_VERSION} (docs: gateways/signing.md)"
+                )
             raise BadSignature(
                 f"webhook-signature holds no {SIGNATURE_VERSION} signature (Standard Webhooks' v1 "
                 "does not cover the request target): see the docs, gateways/signing.md"
             )
-        content = signed_content(msg_id, int(stamp), target, body_sha256)
+        content = signed_content(msg_id, int(stamp), target, signed_coding(content_encoding), body_sha256)
         match = None
         for name, secret in self._secrets:  # no early exit: every secret is tried
             expected = hmac.digest(_webhook_key(secret), content, "sha256")
@@ -193,18 +206,28 @@ class SignedPost:
     body_sha256: str  # hex, as the service computes it while it reads the body
 
 
-def signed_content(msg_id: str, timestamp: int, target: bytes, body_sha256: bytes) -> bytes:
-    """What a fastsse1 signature is the HMAC-SHA256 of: five lines, no line break at the end.
-    None of them can hold a line break, so no two posts share this text."""
+def signed_content(msg_id: str, timestamp: int, target: bytes, coding: str, body_sha256: bytes) -> bytes:
+    """What a fastsse2 signature is the HMAC-SHA256 of: six lines, no line break at the end.
+    None of them can hold a line break, so no two posts share this text.  ``coding``: the
+    post's Content-Encoding as ``signed_coding`` writes it (empty for none)."""
     return b"\n".join(
         (
             SIGNATURE_VERSION.encode(),
             msg_id.encode(),
             str(timestamp).encode(),
             target,
+            coding.encode("latin-1"),
             base64.b64encode(body_sha256),
         )
     )
+
+
+def signed_coding(content_encoding: str | None) -> str:
+    """A Content-Encoding as a signature covers it: its codings lowercased, without spaces,
+    comma-separated; identity left out (so no header, an empty one and identity sign alike, as
+    the service reads them alike)."""
+    codings = (coding.strip().lower() for coding in (content_encoding or "").split(","))
+    return ",".join(coding for coding in codings if coding and coding != "identity")
 
 
 def _sha256_of(content_digest: str) -> bytes | None:
@@ -239,15 +262,22 @@ def _webhook_key(secret: bytes) -> bytes:
 
 
 def sign_post(
-    secret: str, target: str | bytes, body: bytes, *, msg_id: str | None = None, timestamp: int | None = None
+    secret: str,
+    target: str | bytes,
+    body: bytes,
+    *,
+    content_encoding: str = "",
+    msg_id: str | None = None,
+    timestamp: int | None = None,
 ) -> dict[str, str]:
-    """The headers a gateway sends with ``body`` to ``target`` (path and query, as sent),
-    signed with its ``secret``: what ``fastsse-service sign`` prints, and what the tests send."""
+    """The headers a gateway sends with ``body`` (as sent: compressed, if it is) to ``target``
+    (path and query, as sent) with this ``content_encoding`` header (empty: none), signed with
+    its ``secret``: what ``fastsse-service sign`` prints, and what the tests send."""
     msg_id = msg_id or f"msg_{secrets.token_urlsafe(18)}"
     timestamp = int(time.time()) if timestamp is None else timestamp
     target_bytes = target if isinstance(target, bytes) else target.encode()
     digest = hashlib.sha256(body).digest()
-    content = signed_content(msg_id, timestamp, target_bytes, digest)
+    content = signed_content(msg_id, timestamp, target_bytes, signed_coding(content_encoding), digest)
     signature = hmac.digest(_webhook_key(secret.encode()), content, "sha256")
     return {
         "webhook-id": msg_id,

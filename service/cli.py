@@ -66,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     sign.add_argument(
         "--target", required=True, help="the path and query the post goes to, as sent: '/v1/streams?stream_id=...'"
     )
+    sign.add_argument(
+        "--content-encoding",
+        default="",
+        help="the Content-Encoding the post is sent with, if FILE is compressed (gzip, deflate, zstd)",
+    )
     sign.add_argument("--id", help="the webhook-id, unique per post (default: a new random one)")
     sign.add_argument("--timestamp", type=int, help="the webhook-timestamp, Unix seconds (default: now)")
     sign.add_argument("file", type=Path, help="the body to post ('-': standard input)")
@@ -197,7 +202,12 @@ def _sign(args) -> int:
     if not args.target.startswith("/") or any(c.isspace() for c in args.target):
         print("--target is the path and query as sent: it starts with / and holds no spaces", file=sys.stderr)
         return 2
-    for name, value in sign_post(secret, args.target, body, msg_id=args.id, timestamp=args.timestamp).items():
+    headers = sign_post(
+        secret, args.target, body, content_encoding=args.content_encoding, msg_id=args.id, timestamp=args.timestamp
+    )
+    if args.content_encoding:
+        headers["content-encoding"] = args.content_encoding
+    for name, value in headers.items():
         print(f"{name}: {value}")
     return 0
 

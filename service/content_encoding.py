@@ -67,6 +67,16 @@ class BodyTooCostly(Exception):
     compressed bytes pass MAX_BODY_BYTES): read no further."""
 
 
+def content_encoding_of(headers) -> str | None:
+    """A request's Content-Encoding; given on several lines, the lines joined with commas, which
+    is what they mean (two lines are two encodings, never the first one alone)."""
+    getlist = getattr(headers, "getlist", None)
+    if getlist is None:
+        return headers.get("content-encoding")
+    values = getlist("content-encoding")
+    return ", ".join(values) if values else None
+
+
 def content_decoder(header: str | None, *, max_ratio: float, max_bytes: int) -> BodyDecoder | None:
     """The decoder a Content-Encoding header asks for; None for none (or ``identity``).
     Raises ``UnknownEncoding`` for anything else, stacked encodings included."""

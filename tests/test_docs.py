@@ -4,6 +4,7 @@ so they are checked here for what they must hold."""
 
 from __future__ import annotations
 
+import gzip
 import re
 import subprocess
 import sys
@@ -178,6 +179,11 @@ def test_the_python_signing_example_signs_as_the_service_checks(signing_service)
     headers = namespace["signed_headers"](WEBHOOK_SECRET, target, body)
     answer = httpx.post(signing_service.url + target, content=body, headers=headers)
     assert answer.status_code == 201 and answer.json()["gateway"] == "signer", answer.text
+    target = target.replace("from-python", "from-python-gzip")
+    compressed = gzip.compress(body)
+    headers = namespace["signed_headers"](WEBHOOK_SECRET, target, compressed, "gzip")
+    answer = httpx.post(signing_service.url + target, content=compressed, headers=headers)
+    assert answer.status_code == 201 and answer.json()["bytes"] == len(body), answer.text
 
 
 def test_the_curl_and_openssl_signing_example_signs_as_the_service_checks(signing_service, tmp_path):

@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from .. import sessions
 from ..auth import SIGNING_HEADERS, BadSignature, Gateway
+from ..content_encoding import content_encoding_of
 
 UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
 
@@ -40,7 +41,10 @@ def ingest_caller(state, headers: Mapping[str, str], target: bytes, client: str 
         refuse_if_guessing(state, client)
     try:
         signed = state.ingest_credentials.signed_post(
-            headers, target, tolerance_seconds=state.settings.webhook_tolerance_seconds
+            headers,
+            target,
+            content_encoding=content_encoding_of(headers),
+            tolerance_seconds=state.settings.webhook_tolerance_seconds,
         )
     except BadSignature as exc:
         state.failed_credentials.failed(client, "signature")

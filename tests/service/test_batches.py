@@ -244,7 +244,7 @@ def test_a_signed_batch_is_stored_when_its_body_is_the_one_signed(client, databa
         BATCH,
         content=part,
         headers={
-            **sign_post(WEBHOOK_SECRET, BATCH, part, msg_id=headers["webhook-id"]),
+            **sign_post(WEBHOOK_SECRET, BATCH, part, content_encoding="gzip", msg_id=headers["webhook-id"]),
             "content-encoding": "gzip",
         },
     )

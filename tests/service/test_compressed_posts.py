@@ -168,10 +168,11 @@ def test_a_signature_covers_the_body_as_sent(client):
     target = "/v1/streams?stream_id=signed-z"
     stream = short_stream(text=TEXT)
     body = gzip.compress(stream)
-    headers = {**sign_post(WEBHOOK_SECRET, target, body), "content-encoding": "gzip"}
+    headers = {**sign_post(WEBHOOK_SECRET, target, body, content_encoding="gzip"), "content-encoding": "gzip"}
     answer = client.post(target, content=body, headers=headers)
     assert answer.status_code == 201, answer.text
-    wrong = {**sign_post(WEBHOOK_SECRET, target, stream), "content-encoding": "gzip"}  # digest of the decoded
+    # the digest of the decoded bytes
+    wrong = {**sign_post(WEBHOOK_SECRET, target, stream, content_encoding="gzip"), "content-encoding": "gzip"}
     answer = client.post(target, content=body, headers=wrong)
     assert answer.status_code == 401 and "content-digest" in answer.json()["detail"], answer.text
 

@@ -181,7 +181,7 @@ def test_an_odd_webhook_timestamp_is_a_401(service, stamp):
         "webhook-id": b"msg_1",
         "webhook-timestamp": stamp,
         "content-digest": b"sha-256=:" + b"A" * 43 + b"=:",
-        "webhook-signature": b"fastsse1,AAAA",
+        "webhook-signature": b"fastsse2,AAAA",
     }
     answer = httpx.post(
         f"{service.url}/v1/streams", params={"stream_id": "s"}, content=b"data: [DONE]\n\n", headers=headers

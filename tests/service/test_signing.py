@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import hashlib
 import hmac
 import socket
@@ -23,6 +24,11 @@ from fastsse_service.writer import CREATED, DUPLICATE, REUSED, Message, VerdictW
 from loadtests.wire import short_stream
 
 from .conftest import INGEST, WEBHOOK_SECRET
+
+try:
+    from compression import zstd
+except ImportError:
+    from backports import zstd
 from .test_ingest import stored_rows
 from .test_storage import Faulty, complete_row
 
@@ -84,10 +90,14 @@ def refused_heads() -> dict[str, tuple[dict, str]]:
         "expired": (sign_post(WEBHOOK_SECRET, TARGET, BODY, timestamp=now - 400), "window"),
         "from the future": (sign_post(WEBHOOK_SECRET, TARGET, BODY, timestamp=now + 400), "window"),
         "a Standard Webhooks v1 signature": (
-            _resigned(good, **{"webhook-signature": good["webhook-signature"].replace("fastsse1,", "v1,")}),
-            "holds no fastsse1 signature",
+            _resigned(good, **{"webhook-signature": good["webhook-signature"].replace("fastsse2,", "v1,")}),
+            "holds no fastsse2 signature",
         ),
-        "not base64": (_resigned(good, **{"webhook-signature": "fastsse1,@@@"}), "holds no fastsse1"),
+        "a fastsse1 signature, which does not cover Content-Encoding": (
+            _resigned(good, **{"webhook-signature": good["webhook-signature"].replace("fastsse2,", "fastsse1,")}),
+            "sign with fastsse2",
+        ),
+        "not base64": (_resigned(good, **{"webhook-signature": "fastsse2,@@@"}), "holds no fastsse2"),
         "a digest that is not SHA-256": (
             _resigned(good, **{"content-digest": "sha-512=:" + base64.b64encode(b"x" * 64).decode() + ":"}),
             "content-digest must be",
@@ -146,6 +156,25 @@ def test_a_captured_signed_post_cannot_be_made_into_another_verdict(client, data
     assert [(row["stream_id"], row["tool"], row["model_requested"]) for row in rows] == [
         ("signed-1", "codex", "gpt-4.1")
     ]
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "zstd"])
+def test_a_captured_compressed_post_sent_without_its_encoding_is_refused(client, database_url, encoding):
+    # Content-Encoding was outside the signature: the compressed bytes, sent first without it,
+    # were judged as the stream (a forged no_end_marker), and the gateway's own post then got
+    # 409, which its poster takes as final.
+    compressed = gzip.compress(BODY) if encoding == "gzip" else zstd.compress(BODY)
+    headers = {**sign_post(WEBHOOK_SECRET, TARGET, compressed, content_encoding=encoding), "content-encoding": encoding}
+    for changed in (
+        {k: v for k, v in headers.items() if k != "content-encoding"},
+        {**headers, "content-encoding": "identity"},
+        {**headers, "content-encoding": "deflate"},
+    ):
+        answer = signed(client, TARGET, compressed, changed)
+        assert answer.status_code == 401 and "matches no gateway" in answer.json()["detail"], answer.text
+    assert stored_rows(database_url) == []
+    answer = signed(client, TARGET, compressed, {**headers, "content-encoding": encoding.upper()})
+    assert answer.status_code == 201 and answer.json()["category"] == "complete", answer.text
 
 
 def test_a_webhook_id_names_one_post(client, database_url):
@@ -335,6 +364,22 @@ def test_the_sign_command_prints_the_headers_of_a_post(client, tmp_path, databas
     assert headers["content-digest"] == f"sha-256=:{digest}:"
     answer = signed(client, target, BODY, headers)
     assert answer.status_code == 201 and answer.json()["gateway"] == "signer", answer.text
+    # A compressed body: --content-encoding is signed, and printed with the rest.
+    body_file.write_bytes(gzip.compress(BODY))
+    target = target.replace("from-the-cli", "from-the-cli-gzip")
+    printed = subprocess.run(
+        [
+            *(sys.executable, "-m", "fastsse_service", "sign", "--secret-file", str(secret_file)),
+            *("--target", target, "--content-encoding", "gzip", str(body_file)),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    headers = dict(line.split(": ", 1) for line in printed.splitlines())
+    assert headers["content-encoding"] == "gzip"
+    answer = signed(client, target, body_file.read_bytes(), headers)
+    assert answer.status_code == 201 and answer.json()["stream_id"] == "from-the-cli-gzip", answer.text
 
 
 @pytest.mark.parametrize(
@@ -358,12 +403,11 @@ def test_a_whsec_secret_with_no_key_is_no_empty_key():
     body, target = BODY, "/v1/streams?stream_id=s"
     credentials = Credentials({"gw": "whsec_"})
     forged = sign_post("whsec_", target, body)  # what sign_post does with it is the same rule
-    assert credentials.signed_post(forged, target.encode(), tolerance_seconds=300).signer == "gw"
+    checked = {"content_encoding": None, "tolerance_seconds": 300}
+    assert credentials.signed_post(forged, target.encode(), **checked).signer == "gw"
     content = signed_content(
-        forged["webhook-id"], int(forged["webhook-timestamp"]), target.encode(), hashlib.sha256(body).digest()
+        forged["webhook-id"], int(forged["webhook-timestamp"]), target.encode(), "", hashlib.sha256(body).digest()
     )
     empty_key = base64.b64encode(hmac.digest(b"", content, "sha256")).decode()
     with pytest.raises(ValueError, match="matches no gateway"):
-        credentials.signed_post(
-            {**forged, "webhook-signature": f"fastsse1,{empty_key}"}, target.encode(), tolerance_seconds=300
-        )
+        credentials.signed_post({**forged, "webhook-signature": f"fastsse2,{empty_key}"}, target.encode(), **checked)

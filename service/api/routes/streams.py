@@ -21,7 +21,7 @@ from starlette.requests import ClientDisconnect
 
 from ... import metrics
 from ...batches import MAX_HEAD_BYTES, BatchOutcome, ingest_batch
-from ...content_encoding import ENCODINGS, UnknownEncoding, content_decoder
+from ...content_encoding import ENCODINGS, UnknownEncoding, content_decoder, content_encoding_of
 from ...ingest import (
     InvalidParameters,
     Outcome,
@@ -295,7 +295,7 @@ async def _answer(
     try:
         # (judged as if it were the stream's bytes, a compressed body would be a silent failure)
         decoder = content_decoder(
-            _all_values(headers, "content-encoding"),
+            content_encoding_of(headers),
             max_ratio=state.settings.max_decoded_ratio,
             max_bytes=state.settings.max_body_bytes,
         )
@@ -356,16 +356,6 @@ async def _answer(
         metrics.INGEST_IN_PROGRESS.dec()
         if message is not None:
             state.signed_in_progress.discard(message)
-
-
-def _all_values(headers: Mapping[str, str], name: str) -> str | None:
-    """A header's value; repeated, its lines joined with commas, which is what they mean (two
-    Content-Encoding lines are two encodings, never the first one alone)."""
-    getlist = getattr(headers, "getlist", None)
-    if getlist is None:
-        return headers.get(name)
-    values = getlist(name)
-    return ", ".join(values) if values else None
 
 
 async def serve_post(state, scope, receive, send, *, batch: bool = False) -> None:
