@@ -136,9 +136,11 @@ class TapSettings(BaseSettings):
     # No byte from the upstream for this long: the stream is cut, its transport "timeout".
     idle_timeout_seconds: float = Field(default=300.0, gt=0)
     max_request_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
-    # The request bodies the tap holds at once, all requests together: past it a request is
-    # answered 503 (each body is read whole before it is forwarded).
+    # The request bodies the tap holds at once, all requests together and those of one client
+    # address: past either a request is answered 503 (each body is read whole before it is
+    # forwarded).  Bytes count as they arrive, not as a Content-Length promises them.
     max_buffered_request_bytes: int = Field(default=512 * 1024 * 1024, ge=1)
+    max_buffered_request_bytes_per_client: int = Field(default=128 * 1024 * 1024, ge=1)
     # As the service's settings of the same names (without TAP_): a request head whole this
     # long after the connection was made or its last answer went out, an answer the client
     # takes a byte of at least this often (else the upstream's answer is dropped, unjudged, as

@@ -108,8 +108,10 @@ class Tap:
         # first served, and the tasks are created in that order.
         self._spool_order = asyncio.Lock()
         self.hung_up = 0
-        # The request bodies held now, all requests together (TAP_MAX_BUFFERED_REQUEST_BYTES).
+        # The request bodies held now, all requests together (TAP_MAX_BUFFERED_REQUEST_BYTES) and
+        # by client address (TAP_MAX_BUFFERED_REQUEST_BYTES_PER_CLIENT).
         self.buffered = 0
+        self.buffered_by_client: dict[str, int] = {}
 
     # -- lifespan -------------------------------------------------------------------------
     async def startup(self) -> None:
@@ -170,7 +172,7 @@ class Tap:
         if _climbs(scope["path"]):
             await _plain(send, 400, "a path with . or .. segments is refused: it could leave the upstream's base path")
             return
-        held = _Held(self)
+        held = _Held(self, scope["client"][0] if scope.get("client") else "")
         try:
             try:
                 body = await self._read_body(scope, receive, held)
@@ -275,15 +277,11 @@ class Tap:
 
     async def _read_body(self, scope, receive, held: _Held) -> bytes:
         """The request's body, read whole within the tap's bounds: its own size, the bytes
-        all requests hold together, the upload timeouts (else ``_Refusal``)."""
+        all requests hold together and those of its client's address, the upload timeouts
+        (else ``_Refusal``)."""
         settings = self.settings
         too_large = f"the request body is larger than the tap's TAP_MAX_REQUEST_BYTES ({settings.max_request_bytes})"
         declared = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"content-length"), None)
-        if declared is not None and declared.isdigit():  # refused before a byte of it is read
-            if int(declared) > settings.max_request_bytes:
-                raise _Refusal(413, too_large)
-            if not held.take(int(declared)):
-                raise _Refusal(503, _FULL.format(settings.max_buffered_request_bytes))
 
         async def chunks():
             while True:
@@ -291,8 +289,11 @@ class Tap:
                 if message["type"] == "http.disconnect":
                     raise ClientGone
                 chunk = message.get("body", b"")
-                if declared is None and not held.take(len(chunk)):  # chunked: counted as it comes
-                    raise _Refusal(503, _FULL.format(settings.max_buffered_request_bytes))
+                # What has arrived is held, not what a Content-Length promises: connections that
+                # declare 64 MiB and send nothing reserve nothing.
+                refused = held.take(len(chunk))
+                if refused is not None:
+                    raise _Refusal(503, refused)
                 yield chunk
                 if not message.get("more_body"):
                     return
@@ -391,9 +392,6 @@ class Tap:
             self.poster.submit(spooled)
 
 
-_FULL = "the tap holds as many request bytes as it may (TAP_MAX_BUFFERED_REQUEST_BYTES, {}); retry later"
-
-
 class _Refusal(Exception):
     """A request the tap answers itself, without forwarding it."""
 
@@ -403,22 +401,43 @@ class _Refusal(Exception):
 
 
 class _Held:
-    """The bytes of one request's body counted against the tap's TAP_MAX_BUFFERED_REQUEST_BYTES
-    while it holds them."""
+    """The bytes of one request's body counted, while the tap holds them, against
+    TAP_MAX_BUFFERED_REQUEST_BYTES (all requests) and TAP_MAX_BUFFERED_REQUEST_BYTES_PER_CLIENT
+    (the requests of its client's address)."""
 
-    def __init__(self, tap: Tap) -> None:
-        self._tap, self._bytes = tap, 0
+    def __init__(self, tap: Tap, client: str) -> None:
+        self._tap, self._client, self._bytes = tap, client, 0
 
-    def take(self, size: int) -> bool:
-        tap = self._tap
-        if tap.buffered + size > tap.settings.max_buffered_request_bytes:
-            return False
+    def take(self, size: int) -> str | None:
+        """None once the bytes are counted; else why they may not be held (nothing counted)."""
+        tap, settings = self._tap, self._tap.settings
+        if tap.buffered + size > settings.max_buffered_request_bytes:
+            return (
+                "the tap holds as many request bytes as it may "
+                f"(TAP_MAX_BUFFERED_REQUEST_BYTES, {settings.max_buffered_request_bytes}); retry later"
+            )
+        client_holds = tap.buffered_by_client.get(self._client, 0)
+        if client_holds + size > settings.max_buffered_request_bytes_per_client:
+            return (
+                "the tap holds as many request bytes of this client address as it may "
+                f"(TAP_MAX_BUFFERED_REQUEST_BYTES_PER_CLIENT, {settings.max_buffered_request_bytes_per_client}); "
+                "retry later"
+            )
         tap.buffered += size
+        tap.buffered_by_client[self._client] = client_holds + size
         self._bytes += size
-        return True
+        return None
 
     def release(self) -> None:
-        self._tap.buffered -= self._bytes
+        if not self._bytes:
+            return
+        tap = self._tap
+        tap.buffered -= self._bytes
+        left = tap.buffered_by_client[self._client] - self._bytes
+        if left:
+            tap.buffered_by_client[self._client] = left
+        else:
+            del tap.buffered_by_client[self._client]
         self._bytes = 0
 
 

@@ -389,17 +389,51 @@ def test_the_tap_times_out_an_upload_dribbled_past_the_total(service, taps):
 
 def test_the_tap_bounds_the_request_bytes_it_holds_across_requests(service, taps):
     tap = taps.start(service.url, max_request_bytes=80_000, max_buffered_request_bytes=100_000)
-    held = send_head(tap.port, CHAT + "content-length: 80000\n", b"{")
+    held = send_head(tap.port, CHAT + "content-length: 80000\n", b"{" * 79_999)
     try:
-        wait_until(lambda: tap.tap.buffered == 80_000, what="the first upload's bytes held")
-        with send_head(tap.port, CHAT + "content-length: 30000\n") as sock:
+        wait_until(lambda: tap.tap.buffered == 79_999, what="the first upload's bytes held")
+        with send_head(tap.port, CHAT + "content-length: 30000\n", b" " * 30_000) as sock:
             got = read_all(sock)
         assert got.startswith(b"HTTP/1.1 503") and b"TAP_MAX_BUFFERED_REQUEST_BYTES" in got, got[:300]
     finally:
         held.close()
     wait_until(lambda: tap.tap.buffered == 0, what="the dropped upload's bytes released")
     assert through(tap, "chat", "F0")["status"] == 200
-    assert tap.tap.buffered == 0
+    assert tap.tap.buffered == 0 and tap.tap.buffered_by_client == {}
+
+
+def test_lengths_a_client_only_declares_hold_nothing(service, taps):
+    # 8 connections that declared the largest length and sent nothing reserved every byte of
+    # the shared bound, and every other client's request was a 503.
+    tap = taps.start(service.url, max_request_bytes=1 << 20, max_buffered_request_bytes=4 << 20)
+    liars = [send_head(tap.port, CHAT + f"content-length: {1 << 20}\n", b"{") for _ in range(8)]
+    try:
+        wait_until(lambda: tap.tap.buffered == 8, what="the liars' first bytes held")
+        assert through(tap, "chat", "F0")["status"] == 200
+    finally:
+        for sock in liars:
+            sock.close()
+
+
+def test_one_client_address_holds_at_most_its_share(service, taps):
+    tap = taps.start(service.url, max_buffered_request_bytes_per_client=100_000)
+    held = send_head(tap.port, CHAT + "content-length: 90000\n", b"{" * 89_999)
+    try:
+        wait_until(lambda: tap.tap.buffered == 89_999, what="the first upload's bytes held")
+        with send_head(tap.port, CHAT + "content-length: 30000\n", b" " * 30_000) as sock:
+            got = read_all(sock)
+        assert got.startswith(b"HTTP/1.1 503") and b"TAP_MAX_BUFFERED_REQUEST_BYTES_PER_CLIENT" in got, got[:300]
+        # another address is served meanwhile
+        other = socket.create_connection(("127.0.0.1", tap.port), timeout=LATE, source_address=("127.0.0.2", 0))
+        body = json.dumps(generation("chat")).encode()
+        other.sendall(
+            CHAT.replace("\n", "\r\n").encode() + b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body) + body
+        )
+        assert read_all(other).startswith(b"HTTP/1.1 200")
+        other.close()
+    finally:
+        held.close()
+    wait_until(lambda: tap.tap.buffered_by_client == {}, what="every client's bytes released")
 
 
 def test_hop_by_hop_headers_stay_on_their_hop(mock, service, taps):
