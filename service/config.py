@@ -86,8 +86,9 @@ class Settings(BaseSettings):
     retention_days: float = Field(default=30.0, ge=0)
     retention_interval_seconds: float = Field(default=3600.0, gt=0)
 
-    # How long a dashboard sign-in lasts.
+    # How long a dashboard sign-in lasts, and how long its form (at most 4 KiB) may take to come.
     dashboard_session_hours: float = Field(default=168.0, gt=0)
+    signin_timeout_seconds: float = Field(default=10.0, gt=0)
 
     metrics_tools: str = DEFAULT_METRICS_TOOLS
     log_level: str = "info"

@@ -35,7 +35,14 @@ class UploadClock:
     notes the time, and the timer, when it fires, looks whether the upload was quiet for
     ``idle`` seconds or took too long, and otherwise sets itself again for the earlier one."""
 
-    def __init__(self, idle: float, total: float, *, settings_prefix: str = "") -> None:
+    def __init__(
+        self,
+        idle: float,
+        total: float,
+        *,
+        idle_setting: str = "UPLOAD_IDLE_TIMEOUT_SECONDS",
+        total_setting: str = "UPLOAD_TIMEOUT_SECONDS",
+    ) -> None:
         self._loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None  # made in the task that reads the upload
@@ -43,7 +50,7 @@ class UploadClock:
         self._cancelling = getattr(self._task, "cancelling", lambda: 0)
         self._idle = idle
         self._total = total
-        self._prefix = settings_prefix
+        self._names = (idle_setting, total_setting)
         self._reason: str | None = None
         self._last = started = self._loop.time()
         self._deadline = started + total
@@ -56,9 +63,9 @@ class UploadClock:
         if self._loop.time() + CLOCK_SLACK_SECONDS < due:
             self._timer = self._loop.call_at(due, self._check)  # a chunk came meanwhile
         elif due == self._deadline:
-            self._expire(f"not whole after {self._total:g} s ({self._prefix}UPLOAD_TIMEOUT_SECONDS)")
+            self._expire(f"not whole after {self._total:g} s ({self._names[1]})")
         else:
-            self._expire(f"no byte for {self._idle:g} s ({self._prefix}UPLOAD_IDLE_TIMEOUT_SECONDS)")
+            self._expire(f"no byte for {self._idle:g} s ({self._names[0]})")
 
     def _expire(self, reason: str) -> None:
         self._reason = reason
@@ -87,14 +94,15 @@ async def read_body(
     idle: float,
     total: float,
     declared_length: str | None = None,
-    settings_prefix: str = "",
+    idle_setting: str = "UPLOAD_IDLE_TIMEOUT_SECONDS",
+    total_setting: str = "UPLOAD_TIMEOUT_SECONDS",
 ) -> bytes:
     """The whole body, at most ``limit`` bytes, each byte no later than ``idle`` seconds
-    after the last and all of them within ``total``.  Raises ``UploadTooLarge``,
-    ``UploadTooSlow``, or what ``chunks`` raises when the client goes away."""
+    after the last and all of them within ``total`` (the settings named so).  Raises
+    ``UploadTooLarge``, ``UploadTooSlow``, or what ``chunks`` raises when the client goes away."""
     if declared_length is not None and declared_length.isdigit() and int(declared_length) > limit:
         raise UploadTooLarge
-    clock = UploadClock(idle, total, settings_prefix=settings_prefix)
+    clock = UploadClock(idle, total, idle_setting=idle_setting, total_setting=total_setting)
     parts: list[bytes] = []
     size = 0
     try:

@@ -305,7 +305,8 @@ class Tap:
                 idle=settings.upload_idle_timeout_seconds,
                 total=settings.upload_timeout_seconds,
                 declared_length=declared,
-                settings_prefix="TAP_",
+                idle_setting="TAP_UPLOAD_IDLE_TIMEOUT_SECONDS",
+                total_setting="TAP_UPLOAD_TIMEOUT_SECONDS",
             )
         except UploadTooLarge:
             raise _Refusal(413, too_large) from None

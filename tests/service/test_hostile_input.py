@@ -449,6 +449,27 @@ def test_a_sign_in_form_that_stops_sending_gets_a_408(serve):
     assert 0.95 < time.monotonic() - started < LATE
 
 
+def test_a_sign_in_form_dribbled_is_cut_off_at_its_own_deadline(serve):
+    # It had a post's 300 s: slow forms from 4 addresses held every connection both replicas
+    # take behind the shipped HAProxy.
+    server = serve(signin_timeout_seconds=1)
+    started = time.monotonic()
+    got = b""
+    with send_head(server.port, SIGNIN + "content-length: 100\n", b"token=") as sock:
+        sock.settimeout(0.2)
+        while time.monotonic() - started < LATE and not got:
+            try:
+                sock.sendall(b"x")  # a byte now and then: never idle
+                got = sock.recv(65536)
+            except TimeoutError:
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                break
+        got += read_all(sock)
+    assert got.startswith(b"HTTP/1.1 408") and b"SIGNIN_TIMEOUT_SECONDS" in got, got[:300]
+    assert 0.95 < time.monotonic() - started < LATE
+
+
 def test_a_short_secret_is_warned_of_at_start_up_by_name_never_by_value(service_process, database_url):
     service = service_process(
         {

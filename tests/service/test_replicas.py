@@ -28,6 +28,17 @@ from .conftest import INGEST, READ, REPO, metric_total
 @pytest.fixture
 def replicas(service_process, postgres_url, tmp_path):
     """Two replicas and HAProxy in front of them: (balancer_url, [replica, replica])."""
+    yield from _balanced(service_process, postgres_url, tmp_path)
+
+
+@pytest.fixture
+def small_replicas(service_process, postgres_url, tmp_path):
+    """The same, each replica taking 4 connections from HAProxy instead of 512: what fills
+    them fills the shipped ones, with fewer connections."""
+    yield from _balanced(service_process, postgres_url, tmp_path, replica_maxconn=4)
+
+
+def _balanced(service_process, postgres_url, tmp_path, *, replica_maxconn: int | None = None):
     haproxy = dependencies.haproxy()
     from fastsse_service.db import migrate
 
@@ -37,6 +48,9 @@ def replicas(service_process, postgres_url, tmp_path):
     port = free_port()
     config = (REPO / "deploy" / "haproxy.cfg").read_text()
     config = config.replace("bind 127.0.0.1:8000", f"bind 127.0.0.1:{port}")
+    if replica_maxconn is not None:
+        config, changed = re.subn(r"maxconn 512$", f"maxconn {replica_maxconn}", config, flags=re.M)
+        assert changed == 1
     config = re.sub(r"^\s*server replica\d .*\n", "", config, flags=re.M)
     config += "".join(f"    server replica{n} 127.0.0.1:{r.port}\n" for n, r in enumerate(started, 1))
     (tmp_path / "haproxy.cfg").write_text(config)
@@ -186,6 +200,35 @@ def test_one_client_holding_idle_connections_cannot_lock_the_others_out(replicas
         assert time.monotonic() - started < 5
     finally:
         for sock in flood:
+            sock.close()
+
+
+def test_slow_sign_in_forms_take_no_replica_from_the_gateways(small_replicas):
+    # Sign-in forms sent a byte at a time, no credential needed: HAProxy passed each to a
+    # replica as soon as its head was in, so a few addresses took every connection the
+    # replicas take and every client, gateways included, got 503.
+    url, _ = small_replicas
+    port = int(url.rsplit(":", 1)[1])
+    head = b"POST /signin HTTP/1.1\r\nhost: x\r\ncontent-type: application/x-www-form-urlencoded\r\n"
+    slow = []
+    for n in range(16):  # twice what the two replicas take, from two addresses
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(f"127.0.0.{2 + n % 2}", 0))
+        sock.sendall(head + b"content-length: 4000\r\n\r\ntoken=")
+        slow.append(sock)
+    try:
+        with httpx.Client(timeout=30) as gateway:
+            for n in range(4):
+                started = time.monotonic()
+                answer = gateway.post(
+                    f"{url}/v1/streams",
+                    params={"stream_id": f"beside-slow-forms-{n}"},
+                    content=short_stream(),
+                    headers=INGEST,
+                )
+                assert answer.status_code == 201, answer.text
+                assert time.monotonic() - started < 5
+    finally:
+        for sock in slow:
             sock.close()
 
 

@@ -105,12 +105,15 @@ async def signin(request: Request) -> Response:
         return JSONResponse(CROSS_SITE, status_code=403)
     settings = request.app.state.settings
     try:
+        # A form of a few bytes gets a few seconds, not a post's minutes: slow forms from a few
+        # addresses held every connection a replica takes behind the shipped HAProxy.
         body = await read_body(
             request.stream(),
             limit=MAX_FORM_BYTES,
-            idle=settings.upload_idle_timeout_seconds,
-            total=settings.upload_timeout_seconds,
+            idle=min(settings.upload_idle_timeout_seconds, settings.signin_timeout_seconds),
+            total=settings.signin_timeout_seconds,
             declared_length=request.headers.get("content-length"),
+            total_setting="SIGNIN_TIMEOUT_SECONDS",
         )
     except UploadTooLarge:
         detail = f"a sign-in form is at most {MAX_FORM_BYTES} bytes"
