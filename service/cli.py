@@ -115,11 +115,17 @@ def server_options(settings) -> dict:
         "level": settings.log_level.upper(),
         "propagate": False,
     }
+    # X-Forwarded-For names the client only when a proxy the settings trust sent it (uvicorn
+    # believes 127.0.0.1's by default: anything on the host could name any address, to dodge
+    # the budget of failed credentials or to spend another's).  The tap trusts none.
+    trusted = getattr(settings, "forwarded_allow_ips", "")
     return {
         "log_level": settings.log_level,
         "log_config": log_config,
         "access_log": getattr(settings, "access_log", False),
         "http": http_protocol(settings),
+        "proxy_headers": bool(trusted),
+        "forwarded_allow_ips": trusted or None,
     }
 
 
@@ -255,5 +261,5 @@ def _tap(args) -> int:
     logging.basicConfig(level=settings.log_level.upper(), format="%(levelname)s: %(message)s")
     raise_open_file_limit(settings.max_connections, "TAP_MAX_CONNECTIONS")
     options = server_options(settings)
-    run(settings, host, port, options["log_config"], options["http"])
+    run(settings, host, port, options["log_config"], options["http"])  # (proxy headers: off)
     return 0

@@ -56,6 +56,10 @@ class Settings(BaseSettings):
     # with none left gets 429 for any credential it presents (service/failed_credentials.py).
     failed_credentials_burst: int = Field(default=20, ge=1)
     failed_credentials_per_minute: float = Field(default=60.0, gt=0)
+    # The proxies in front of the service (addresses or networks, comma-separated) whose
+    # X-Forwarded-For names the client; empty: none, the connection's own peer is the client.
+    # Behind the shipped HAProxy on the same host: 127.0.0.1.
+    forwarded_allow_ips: str = ""
 
     # Admission control: past this many posts in progress in one worker, a post is refused at
     # once with 503 and Retry-After: 1 (overload gets quick refusals, not growing latency).

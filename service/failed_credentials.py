@@ -10,12 +10,15 @@ second a worker can check.  A client whose credentials hold never spends any.
 The budgets are per worker (a worker's memory, for at most MAX_ADDRESSES addresses, the least
 recently failed forgotten first): N workers let N times the pace through, which is still a
 pace.  Behind a proxy the address is the one the proxy names (uvicorn's proxy headers, from the
-addresses it trusts), so HAProxy's X-Forwarded-For, which it sets itself, is what counts.
+addresses FORWARDED_ALLOW_IPS trusts), so HAProxy's X-Forwarded-For, which it sets itself, is
+what counts.  An IPv6 client has a /64 to itself (a host's interface, as RFC 4291 hands them
+out), so its budget is its /64's: else each of its 2^64 addresses would be a new budget.
 """
 
 from __future__ import annotations
 
 import collections
+import ipaddress
 import math
 import time
 
@@ -43,6 +46,7 @@ class FailedCredentials:
 
     def retry_after(self, address: str | None) -> int | None:
         """Seconds until this address may present a credential again, or None if it may now."""
+        address = budget_key(address)
         if address is None or address not in self._budgets:
             return None
         tokens = self._tokens(address)
@@ -53,6 +57,7 @@ class FailedCredentials:
     def failed(self, address: str | None, kind: str) -> None:
         """A credential of this kind from this address matched nothing."""
         metrics.FAILED_CREDENTIALS.labels(kind).inc()
+        address = budget_key(address)
         if address is None:
             return
         tokens = self._tokens(address) - 1.0
@@ -60,3 +65,14 @@ class FailedCredentials:
         self._budgets.move_to_end(address)
         while len(self._budgets) > MAX_ADDRESSES:
             self._budgets.popitem(last=False)
+
+
+def budget_key(address: str | None) -> str | None:
+    """The budget an address spends: its own, or for IPv6 its /64's."""
+    if address is None or ":" not in address:
+        return address
+    try:
+        network = ipaddress.IPv6Network((address.partition("%")[0], 64), strict=False)
+    except ValueError:
+        return address
+    return str(network)

@@ -516,6 +516,7 @@ def run(settings: TapSettings, host: str, port: int, log_config: dict | None = N
         log_config=log_config,
         http=http,
         access_log=False,
+        proxy_headers=False,  # the tap is the front: no client names its own address
         server_header=False,
         date_header=False,
         timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) + 30,

@@ -3,6 +3,8 @@ and 10,300 bearer guesses a second went through, unlogged)."""
 
 from __future__ import annotations
 
+import os
+
 import httpx
 import pytest
 
@@ -36,6 +38,15 @@ def test_an_address_spends_its_burst_then_gets_one_a_second_back():
     assert budgets.retry_after("10.0.0.1") == 1
     clock.now += 3600
     assert budgets.retry_after("10.0.0.1") is None
+
+
+def test_an_ipv6_client_spends_its_64s_budget():
+    budgets = FailedCredentials(2, 60, clock=Clock())
+    budgets.failed("2001:db8:1:2::1", "read_token")
+    budgets.failed("2001:db8:1:2:ffff::77", "read_token")  # another address of the same /64
+    assert budgets.retry_after("2001:db8:1:2:abcd::9") == 1
+    assert budgets.retry_after("2001:db8:1:3::1") is None  # another /64
+    assert budgets.retry_after("127.0.0.1") is None
 
 
 def test_the_addresses_kept_are_bounded(monkeypatch):
@@ -108,3 +119,26 @@ def test_wrong_sign_ins_are_counted_and_slowed(serve):
         page = browser.post("/signin", data={"token": READ_SECRET})
         assert page.status_code == 429 and "Try again in" in page.text and page.headers["retry-after"] == "1"
     assert failures(server, "signin") - before == 2
+
+
+@pytest.mark.parametrize("trusted", [None, "127.0.0.1"])
+def test_x_forwarded_for_names_the_client_only_from_a_trusted_proxy(service_process, sqlite_url, trusted):
+    # By default uvicorn believed 127.0.0.1's X-Forwarded-For: a guesser on the host rotated it
+    # to guess without limit, or spent another address's budget to lock that one out.
+    settings = {"DATABASE_URL": sqlite_url, "FAILED_CREDENTIALS_BURST": "3"}
+    if trusted is not None:
+        settings["FORWARDED_ALLOW_IPS"] = trusted
+    assert "FORWARDED_ALLOW_IPS" not in os.environ
+    service = service_process(settings)
+    with httpx.Client(base_url=service.url, timeout=30) as client:
+        statuses = [
+            client.get(
+                "/v1/rates", headers={"Authorization": f"Bearer guess-{n}", "X-Forwarded-For": f"10.9.{n}.9"}
+            ).status_code
+            for n in range(6)
+        ]
+        named = client.get("/v1/rates", headers={**READ, "X-Forwarded-For": "10.9.0.9"}).status_code
+    if trusted:  # HAProxy on the host names each client: six clients, each with its own budget
+        assert statuses == [401] * 6 and named == 200
+    else:  # the header is nobody's word: one client, whose budget ran out
+        assert statuses == [401] * 3 + [429] * 3 and named == 429

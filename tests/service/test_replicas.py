@@ -43,8 +43,10 @@ def _balanced(service_process, postgres_url, tmp_path, *, replica_maxconn: int |
     from fastsse_service.db import migrate
 
     migrate(postgres_url)
-    # The access log says which client address a replica saw (test_forwarded_for...).
-    started = [service_process({"DATABASE_URL": postgres_url, "ACCESS_LOG": "true"}) for _ in range(2)]
+    # The access log says which client address a replica saw (test_forwarded_for...); the
+    # replicas believe HAProxy's X-Forwarded-For, as the shipped systemd unit has them.
+    env = {"DATABASE_URL": postgres_url, "ACCESS_LOG": "true", "FORWARDED_ALLOW_IPS": "127.0.0.1"}
+    started = [service_process(env) for _ in range(2)]
     port = free_port()
     config = (REPO / "deploy" / "haproxy.cfg").read_text()
     config = config.replace("bind 127.0.0.1:8000", f"bind 127.0.0.1:{port}")
