@@ -126,7 +126,12 @@ def create_app(
         redoc_url=None,
     )
     app.state.settings = settings
-    app.state.inflight_posts = 0  # admission (api/routes/streams.py)
+    # admission (api/routes/streams.py): posts in progress, in all and by gateway
+    app.state.inflight_posts = 0
+    app.state.inflight_by_gateway = {}
+    app.state.gateway_share = settings.max_inflight_posts_per_gateway or (
+        settings.max_inflight_posts if len(ingest) <= 1 else max(1, settings.max_inflight_posts // 2)
+    )
     app.state.failed_credentials = FailedCredentials(
         settings.failed_credentials_burst, settings.failed_credentials_per_minute
     )

@@ -76,6 +76,9 @@ class Credentials:
     def __bool__(self) -> bool:
         return bool(self._secrets)
 
+    def __len__(self) -> int:
+        return len(self._secrets)
+
     def short(self) -> list[str]:
         """The names whose secret is shorter than MIN_SECRET_LENGTH characters."""
         return [name for name, secret in self._secrets if len(secret) < MIN_SECRET_LENGTH]

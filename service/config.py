@@ -64,6 +64,11 @@ class Settings(BaseSettings):
     # Admission control: past this many posts in progress in one worker, a post is refused at
     # once with 503 and Retry-After: 1 (overload gets quick refusals, not growing latency).
     max_inflight_posts: int = Field(default=64, ge=1)
+    # What one gateway may hold of them: past it its post gets the same 503 while the others'
+    # go on (one credential, an application's reporter included, cannot starve the rest).
+    # Unset: half of MAX_INFLIGHT_POSTS when several gateways are configured, all of them when
+    # there is one.
+    max_inflight_posts_per_gateway: int | None = Field(default=None, ge=1)
     # A connection must have a whole request head (request line and headers) this long after
     # it was made and after each answer, else it is closed (408 if it sent anything): a client
     # that sends nothing, or dribbles its head a byte at a time, holds its connection no longer.

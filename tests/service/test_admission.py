@@ -10,10 +10,11 @@ import time
 import httpx
 import pytest
 
+from fastsse_service.auth import sign_post
 from loadtests.localhost import wait_until
 from loadtests.wire import short_stream
 
-from .conftest import INGEST_SECRET, READ, metric_total
+from .conftest import INGEST_SECRET, READ, WEBHOOK_SECRET, metric_total
 
 
 def open_upload(port: int, stream_id: str, length: int, first: bytes) -> socket.socket:
@@ -64,8 +65,28 @@ def post(server, stream_id: str, body: bytes) -> httpx.Response:
     )
 
 
+def test_one_gateway_holds_at_most_its_share_of_the_slots(serve):
+    # One gateway (any ingest credential, an application's reporter's too) dribbling posts held
+    # every slot, and every other gateway's post got 503 until it let go.
+    server = serve(max_inflight_posts=4)
+    body = short_stream(text="the held posts")
+    held = [open_upload(server.port, f"hog-{n}", len(body), body[:10]) for n in range(3)]
+    try:
+        wait_in_progress(server, 2)  # half of the four: the third is answered at once
+        status, answer = answer_of(held[2])
+        assert status == 503 and b"MAX_INFLIGHT_POSTS_PER_GATEWAY" in answer, answer
+        signed_target = "/v1/streams?stream_id=beside-the-hog"
+        other = httpx.post(
+            server.url + signed_target, content=body, headers=sign_post(WEBHOOK_SECRET, signed_target, body)
+        )
+        assert other.status_code == 201, other.text
+    finally:
+        for sock in held:
+            sock.close()
+
+
 def test_past_the_inflight_limit_a_post_is_refused_at_once_and_the_rest_go_on(serve):
-    server = serve(max_inflight_posts=2)
+    server = serve(max_inflight_posts=2, max_inflight_posts_per_gateway=2)
     body = short_stream(text="the held posts")
     held = [open_upload(server.port, f"held-{n}", len(body), body[:10]) for n in range(2)]
     wait_in_progress(server, 2)

@@ -317,6 +317,15 @@ async def _answer(
             f"nothing stored, retry after {OVERLOAD_RETRY_AFTER_SECONDS} s",
             {"Retry-After": OVERLOAD_RETRY_AFTER_SECONDS},
         )
+    by_gateway = state.inflight_by_gateway
+    held = by_gateway.get(gateway.name, 0)
+    if held >= state.gateway_share:
+        return problem(
+            503,
+            f"overloaded: this gateway has {held} posts in progress, its share of MAX_INFLIGHT_POSTS "
+            f"(MAX_INFLIGHT_POSTS_PER_GATEWAY); nothing stored, retry after {OVERLOAD_RETRY_AFTER_SECONDS} s",
+            {"Retry-After": OVERLOAD_RETRY_AFTER_SECONDS},
+        )
     message = None if gateway.signed is None else (gateway.name, gateway.signed.message_id)
     if message is not None:
         # A signed head seen on the wire could be sent again with a body that never ends, to
@@ -329,6 +338,7 @@ async def _answer(
             )
         state.signed_in_progress.add(message)
     state.inflight_posts += 1
+    by_gateway[gateway.name] = held + 1
     metrics.INGEST_IN_PROGRESS.inc()
     try:
         if params is None:
@@ -353,6 +363,10 @@ async def _answer(
         return answer_for(outcome)
     finally:
         state.inflight_posts -= 1
+        if by_gateway[gateway.name] == 1:
+            del by_gateway[gateway.name]
+        else:
+            by_gateway[gateway.name] -= 1
         metrics.INGEST_IN_PROGRESS.dec()
         if message is not None:
             state.signed_in_progress.discard(message)
