@@ -15,10 +15,12 @@ import fastsse
 
 from . import metrics
 from .api.routes import categories, dashboard, health, rates, retries, series, streams, verdicts
-from .auth import MIN_SECRET_LENGTH, Credentials, parse_tokens
+from .auth import MIN_SECRET_LENGTH, all_credentials
 from .config import Settings, get_settings
 from .db import make_engine, make_sessionmaker
 from .failed_credentials import FailedCredentials
+from .judging import sanitize_tool
+from .report_budgets import ReportBudgets
 from .stores import Store, open_store
 from .writer import VerdictWriter
 
@@ -72,8 +74,9 @@ def create_app(
     """The service's app.  ``store``: where verdicts go (by default the store of
     ``settings.database_url``'s database; stores.DiscardingStore() keeps nothing)."""
     settings = settings or get_settings()
-    ingest = Credentials(parse_tokens(settings.ingest_tokens, settings.ingest_tokens_file, setting="INGEST_TOKENS"))
-    read = Credentials(parse_tokens(settings.read_tokens, settings.read_tokens_file, setting="READ_TOKENS"))
+    ingest, report, read = all_credentials(settings)
+    # The reporters' names are their verdicts' tools: each gets its own metric label.
+    metrics_tools = settings.metrics_tool_names() | frozenset(sanitize_tool(name) for name in report.names())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -83,7 +86,7 @@ def create_app(
             queue_size=settings.write_queue_size,
             batch_size=settings.write_batch_size,
             batch_wait_seconds=settings.write_batch_wait_seconds,
-            metrics_tools=settings.metrics_tool_names(),
+            metrics_tools=metrics_tools,
             retention_days=settings.retention_days,
             retention_interval_seconds=settings.retention_interval_seconds,
             webhook_tolerance_seconds=settings.webhook_tolerance_seconds,
@@ -91,10 +94,10 @@ def create_app(
         app.state.engine = engine
         app.state.sessionmaker = make_sessionmaker(engine)
         app.state.writer = writer
-        metrics.prepare_series(settings.metrics_tool_names(), settings.write_queue_size)
+        metrics.prepare_series(metrics_tools, settings.write_queue_size)
         if not ingest:
             log.warning("INGEST_TOKENS is empty: every POST /v1/streams will get 401")
-        for setting, credentials in (("INGEST_TOKENS", ingest), ("READ_TOKENS", read)):
+        for setting, credentials in (("INGEST_TOKENS", ingest), ("REPORT_TOKENS", report), ("READ_TOKENS", read)):
             for name in credentials.short():  # the name only: never a secret in the log
                 log.warning(
                     "%s: the secret of %r is shorter than %d characters and can be guessed; "
@@ -137,6 +140,8 @@ def create_app(
     )
     app.state.signed_in_progress = set()  # (gateway, webhook-id) of the signed posts in progress
     app.state.ingest_credentials = ingest
+    app.state.report_credentials = report
+    app.state.report_budgets = ReportBudgets(settings.report_streams_per_minute)
     app.state.read_credentials = read
     app.ingest_fast_path = ingest_fast_path
     for module in (streams, verdicts, rates, series, retries, categories, health, dashboard):

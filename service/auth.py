@@ -67,8 +67,21 @@ def parse_tokens(inline: str, file: Path | None, *, setting: str) -> dict[str, s
     return tokens
 
 
+def all_credentials(settings) -> tuple[Credentials, Credentials, Credentials]:
+    """The ingest, report and read credentials of the settings.  A report name is a gateway's
+    name too (its verdicts are stored under it), so it may not be an ingest name as well."""
+    ingest = parse_tokens(settings.ingest_tokens, settings.ingest_tokens_file, setting="INGEST_TOKENS")
+    report = parse_tokens(settings.report_tokens, settings.report_tokens_file, setting="REPORT_TOKENS")
+    read = parse_tokens(settings.read_tokens, settings.read_tokens_file, setting="READ_TOKENS")
+    both = sorted(ingest.keys() & report.keys())
+    if both:
+        raise ConfigError(f"REPORT_TOKENS: {', '.join(both)} is an INGEST_TOKENS name too; give it another")
+    return Credentials(ingest), Credentials(report), Credentials(read)
+
+
 class Credentials:
-    """The secrets of one role (gateways that ingest, or teams that read)."""
+    """The secrets of one role (gateways that ingest, applications' reporters, or teams that
+    read)."""
 
     def __init__(self, tokens: dict[str, str]) -> None:
         self._secrets = [(name, secret.encode()) for name, secret in tokens.items()]
@@ -78,6 +91,9 @@ class Credentials:
 
     def __len__(self) -> int:
         return len(self._secrets)
+
+    def names(self) -> list[str]:
+        return [name for name, _secret in self._secrets]
 
     def short(self) -> list[str]:
         """The names whose secret is shorter than MIN_SECRET_LENGTH characters."""
@@ -293,7 +309,10 @@ def sign_post(
 @dataclass(frozen=True, slots=True)
 class Gateway:
     """The gateway that posts, known up front: by its bearer token, or by the signature of the
-    post's head (``signed``: what the body must then match)."""
+    post's head (``signed``: what the body must then match).  ``reporter``: an application's
+    reporter (a REPORT_TOKENS credential), which may post its own answers only: their tool is
+    its name, its streams a minute and its posts in progress are bounded."""
 
     name: str
     signed: SignedPost | None = None
+    reporter: bool = False

@@ -23,6 +23,7 @@ be read whole stores nothing: ``ingest_batch`` says why (``Refused``), as for a 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import re
@@ -86,9 +87,10 @@ class BatchReader:
     """Reads a batch's body piece by piece (as decoded), judging each stream as its bytes come.
     Raises BrokenBatch or LargeBatch as soon as the body cannot be a batch within the bounds."""
 
-    def __init__(self, settings: Settings, gateway: str, now) -> None:
+    def __init__(self, settings: Settings, gateway: Gateway, now) -> None:
         self._settings = settings
-        self._gateway = gateway
+        self._gateway = gateway.name
+        self._tool = gateway.name if gateway.reporter else None  # (a reporter's answers are its own)
         self._now = now
         self.items: list[Item] = []
         self.received = 0
@@ -172,6 +174,8 @@ class BatchReader:
             item.params = parse_query(pairs)
             if wrong:
                 raise InvalidParameters([])
+            if self._tool is not None:
+                item.params = dataclasses.replace(item.params, tool=self._tool)
         except InvalidParameters as exc:
             # (the errors do not repeat the values: a misframed batch may have its streams'
             # bytes read as a head, and payload never goes into an answer)
@@ -241,7 +245,7 @@ async def ingest_batch(
     say what became of each; or, if the body cannot be read whole, why nothing was stored."""
     if declared_length is not None and declared_length.isdigit() and int(declared_length) > settings.max_body_bytes:
         return Refused(Refusal.TOO_LARGE, f"the batch is larger than MAX_BODY_BYTES ({settings.max_body_bytes})")
-    reader = BatchReader(settings, gateway.name, utcnow())
+    reader = BatchReader(settings, gateway, utcnow())
     clock = UploadClock(settings.upload_idle_timeout_seconds, settings.upload_timeout_seconds)
     signed = gateway.signed
     sent = hashlib.sha256() if signed is not None else None

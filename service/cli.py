@@ -13,7 +13,7 @@ from pathlib import Path
 
 import fastsse
 
-from .auth import ConfigError, parse_tokens
+from .auth import ConfigError, all_credentials
 from .config import TapSettings, get_settings
 from .db import make_engine, migrate, utcnow
 
@@ -82,8 +82,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         settings = get_settings()
-        parse_tokens(settings.ingest_tokens, settings.ingest_tokens_file, setting="INGEST_TOKENS")
-        parse_tokens(settings.read_tokens, settings.read_tokens_file, setting="READ_TOKENS")
+        all_credentials(settings)
     except (ConfigError, ValueError) as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2

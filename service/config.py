@@ -48,6 +48,13 @@ class Settings(BaseSettings):
     ingest_tokens_file: Path | None = None
     read_tokens: str = ""
     read_tokens_file: Path | None = None
+    # The same for applications' reporters (fastsse_service.reporter): such a credential posts
+    # its application's answers only, under its name as gateway and as tool, at most this many
+    # streams a minute (per worker), at most this many posts in progress (service/report_budgets.py).
+    report_tokens: str = ""
+    report_tokens_file: Path | None = None
+    report_streams_per_minute: float = Field(default=600.0, gt=0)
+    report_max_inflight_posts: int = Field(default=4, ge=1)
     # Signed posts: a signature whose time is further than this from the service's clock is
     # refused, and the id of each signed post is kept this long (docs/gateways/signing.md).
     webhook_tolerance_seconds: int = Field(default=300, ge=1)

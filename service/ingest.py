@@ -13,6 +13,7 @@ as the whole HTTP stack does).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
 import hashlib
 import logging
@@ -268,6 +269,8 @@ async def ingest(
     bounded and hashed (a stream posted compressed or not is the same stream), and a signature
     covers the body as sent.
     """
+    if gateway.reporter:  # an application's reporter posts its own answers: its name is their tool
+        params = dataclasses.replace(params, tool=gateway.name)
     too_large = Refused(Refusal.TOO_LARGE, f"the body is larger than MAX_BODY_BYTES ({settings.max_body_bytes})")
     if declared_length is not None and declared_length.isdigit() and (int(declared_length) > settings.max_body_bytes):
         return too_large  # refused before a byte of it is read

@@ -33,10 +33,15 @@ def ingest_caller(state, headers: Mapping[str, str], target: bytes, client: str 
     if authorization is not None:
         refuse_if_guessing(state, client)
         name = state.ingest_credentials.bearer(authorization)
-        if name is None:
-            state.failed_credentials.failed(client, "ingest_token")
-            raise HTTPException(401, "the bearer token is not a gateway's ingest token", headers=UNAUTHORIZED)
-        return Gateway(name)
+        if name is not None:
+            return Gateway(name)
+        name = state.report_credentials.bearer(authorization)
+        if name is not None:
+            return Gateway(name, reporter=True)
+        state.failed_credentials.failed(client, "ingest_token")
+        raise HTTPException(
+            401, "the bearer token is neither a gateway's ingest token nor a reporter's", headers=UNAUTHORIZED
+        )
     if any(name in headers for name in SIGNING_HEADERS):
         refuse_if_guessing(state, client)
     try:

@@ -6,6 +6,9 @@ import pytest
 
 from tests.loadtests.mock_helpers import Mock
 
+# An application's reporter's credential (REPORT_TOKENS): its verdicts are myapp's.
+REPORT_SECRET = "report-secret-of-myapp"
+
 
 @pytest.fixture(scope="session")
 def mock(tmp_path_factory):
@@ -25,7 +28,11 @@ def service(tmp_path_factory):
     url = f"sqlite:///{tmp_path_factory.mktemp('guard-db') / 'verdicts.sqlite3'}"
     migrate(url)
     settings = Settings(
-        database_url=url, ingest_tokens=TOKENS["INGEST_TOKENS"], read_tokens=TOKENS["READ_TOKENS"], retention_days=0
+        database_url=url,
+        ingest_tokens=TOKENS["INGEST_TOKENS"],
+        report_tokens=f"myapp:{REPORT_SECRET}",
+        read_tokens=TOKENS["READ_TOKENS"],
+        retention_days=0,
     )
     with ThreadServer(create_app(settings)) as running:
         yield running

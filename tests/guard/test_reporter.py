@@ -18,6 +18,7 @@ from loadtests.wire import EXPECTED_OVER_HTTP
 from tests.service.conftest import INGEST_SECRET, READ
 
 from .apps import anthropic_messages_async, openai_chat, openai_responses
+from .conftest import REPORT_SECRET
 
 CANARY = "CANARY-guard-7f3a"
 
@@ -64,6 +65,21 @@ def test_every_judged_answer_is_stored_as_the_tap_would_store_it(app, fault, pro
     assert verdict["model_requested"] == "mock-model"
     assert verdict["attempt"] == 1 and verdict["request_id"].startswith("tap-")
     assert reporter.dropped == 0 and not reporter.spool.pending() and not reporter.spool.rejected()
+
+
+def test_a_report_token_stores_the_answers_as_its_applications(mock, service, tmp_path):
+    """With a credential that can only report (REPORT_TOKENS), the verdicts are the
+    application's: its name as gateway and tool, whatever the SDK's User-Agent says."""
+    since = datetime.now(timezone.utc).isoformat()
+    reporter = Reporter(service.url, REPORT_SECRET, spool_dir=tmp_path / "spool")
+    try:
+        openai_chat(f"http://127.0.0.1:{mock.port}", reporter=reporter)
+        wait_until(lambda: reporter.waiting() == 0, what="the reporter posted everything", timeout=30)
+    finally:
+        reporter.close()
+    [stored] = stored_since(service, since)
+    assert (stored["gateway"], stored["tool"], stored["category"]) == ("myapp", "myapp", "complete")
+    assert reporter.dropped == 0 and not reporter.spool.rejected()
 
 
 def test_a_dead_service_never_fails_or_slows_the_application(mock, tmp_path):

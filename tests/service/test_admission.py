@@ -17,12 +17,12 @@ from loadtests.wire import short_stream
 from .conftest import INGEST_SECRET, READ, WEBHOOK_SECRET, metric_total
 
 
-def open_upload(port: int, stream_id: str, length: int, first: bytes) -> socket.socket:
+def open_upload(port: int, stream_id: str, length: int, first: bytes, *, secret: str = INGEST_SECRET) -> socket.socket:
     """A post whose headers and first bytes are sent, the rest held back."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=30)
     sock.sendall(
         f"POST /v1/streams?stream_id={stream_id}&protocol=chat HTTP/1.1\r\n"
-        f"host: 127.0.0.1\r\nauthorization: Bearer {INGEST_SECRET}\r\n"
+        f"host: 127.0.0.1\r\nauthorization: Bearer {secret}\r\n"
         f"content-length: {length}\r\n\r\n".encode()
         + first
     )

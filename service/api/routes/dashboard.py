@@ -138,9 +138,9 @@ async def signin(request: Request) -> Response:
     if team is None:
         if token:
             state.failed_credentials.failed(client, "signin")
-        if token and state.ingest_credentials.named(token):
+        if token and (state.ingest_credentials.named(token) or state.report_credentials.named(token)):
             message = (
-                "That is a gateway's ingest token: it posts streams but cannot read "
+                "That is a gateway's or a reporter's token: it posts streams but cannot read "
                 "them. Sign in with a read token (READ_TOKENS)."
             )
         elif token:

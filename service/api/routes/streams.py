@@ -164,7 +164,8 @@ RAW_STREAM_BODY = {
         429: {
             "model": Problem,
             "description": "Too many credentials from this client address matched nothing "
-            "(FAILED_CREDENTIALS_BURST): retry after Retry-After seconds.",
+            "(FAILED_CREDENTIALS_BURST), or a reporter's streams a minute are spent "
+            "(REPORT_STREAMS_PER_MINUTE): retry after Retry-After seconds.",
         },
         415: {
             "model": Problem,
@@ -248,7 +249,11 @@ BATCH_BODY = {
             "members or zstd frames: nothing stored.",
         },
         415: {"model": Problem, "description": "An unknown Content-Encoding: nothing stored."},
-        429: {"model": Problem, "description": "Too many credentials from this client address matched nothing."},
+        429: {
+            "model": Problem,
+            "description": "Too many credentials from this client address matched nothing, or a "
+            "reporter's streams a minute are spent.",
+        },
         503: {"model": Problem, "description": "Overloaded: nothing stored, retry after Retry-After seconds."},
     },
 )
@@ -307,6 +312,17 @@ async def _answer(
             params = parse_query(query)
         except InvalidParameters as exc:
             return Answer(422, json_body({"detail": exc.errors}))
+    share = state.gateway_share
+    if gateway.reporter:
+        retry_after = state.report_budgets.retry_after(gateway.name)
+        if retry_after is not None:
+            return problem(
+                429,
+                f"this reporter posted its REPORT_STREAMS_PER_MINUTE ({state.settings.report_streams_per_minute:g}); "
+                "nothing stored, retry after Retry-After seconds",
+                {"Retry-After": str(retry_after)},
+            )
+        share = min(share, state.settings.report_max_inflight_posts)
     # Every post is known to be a gateway's before its body is read (a signature covers the
     # head): a client without a secret never takes a slot.
     limit = state.settings.max_inflight_posts
@@ -319,11 +335,12 @@ async def _answer(
         )
     by_gateway = state.inflight_by_gateway
     held = by_gateway.get(gateway.name, 0)
-    if held >= state.gateway_share:
+    if held >= share:
+        bound = "REPORT_MAX_INFLIGHT_POSTS" if gateway.reporter else "MAX_INFLIGHT_POSTS_PER_GATEWAY"
         return problem(
             503,
             f"overloaded: this gateway has {held} posts in progress, its share of MAX_INFLIGHT_POSTS "
-            f"(MAX_INFLIGHT_POSTS_PER_GATEWAY); nothing stored, retry after {OVERLOAD_RETRY_AFTER_SECONDS} s",
+            f"({bound}); nothing stored, retry after {OVERLOAD_RETRY_AFTER_SECONDS} s",
             {"Retry-After": OVERLOAD_RETRY_AFTER_SECONDS},
         )
     message = None if gateway.signed is None else (gateway.name, gateway.signed.message_id)
@@ -340,6 +357,7 @@ async def _answer(
     state.inflight_posts += 1
     by_gateway[gateway.name] = held + 1
     metrics.INGEST_IN_PROGRESS.inc()
+    streams = 1  # what the post cost a reporter's budget
     try:
         if params is None:
             read = await ingest_batch(
@@ -350,7 +368,10 @@ async def _answer(
                 declared_length=headers.get("content-length"),
                 decoder=decoder,
             )
-            return answer_for(read) if isinstance(read, Refused) else batch_answer(read)
+            if isinstance(read, Refused):
+                return answer_for(read)
+            streams = len(read.outcomes)
+            return batch_answer(read)
         outcome = await ingest(
             chunks,
             params,
@@ -362,6 +383,8 @@ async def _answer(
         )
         return answer_for(outcome)
     finally:
+        if gateway.reporter:
+            state.report_budgets.spend(gateway.name, streams)
         state.inflight_posts -= 1
         if by_gateway[gateway.name] == 1:
             del by_gateway[gateway.name]
