@@ -97,6 +97,14 @@ def create_app(
         metrics.prepare_series(metrics_tools, settings.write_queue_size)
         if not ingest:
             log.warning("INGEST_TOKENS is empty: every POST /v1/streams will get 401")
+        if fastsse.IMPLEMENTATION != "cython":
+            log.warning(
+                "fastsse's compiled scanner is not loaded (FASTSSE_NO_EXTENSIONS, or fastsse installed "
+                "without a C compiler): its Python twin gives the same verdicts but costs 200 to 5,000 "
+                "times more on hostile bodies. Each post is judged in a thread and for at most "
+                "MAX_SCAN_SECONDS (%g s); install fastsse with its compiled scanner to serve at speed",
+                settings.max_scan_seconds,
+            )
         for setting, credentials in (("INGEST_TOKENS", ingest), ("REPORT_TOKENS", report), ("READ_TOKENS", read)):
             for name in credentials.short():  # the name only: never a secret in the log
                 log.warning(

@@ -48,7 +48,7 @@ from .ingest import (
     upload_refusal,
     written,
 )
-from .judging import StreamJudge
+from .judging import JUDGE_IN_THREAD, JudgingTooCostly, StreamJudge
 from .uploads import UploadBrokeOff, UploadClock
 from .writer import Message, WriterUnavailable, expire
 
@@ -193,6 +193,7 @@ class BatchReader:
                 item.params.protocol,
                 max_body_bytes=self._settings.max_body_bytes,
                 max_event_bytes=self._settings.max_event_bytes,
+                max_scan_seconds=self._settings.max_scan_seconds,
             )
         self._left = length
         if not length:
@@ -255,10 +256,16 @@ async def ingest_batch(
             if sent is not None:
                 sent.update(chunk)
             if decoder is None:
-                reader.feed(chunk)
+                if JUDGE_IN_THREAD:
+                    await asyncio.to_thread(reader.feed, chunk)
+                else:
+                    reader.feed(chunk)
             else:
                 async for piece in decoder.pieces(chunk):
-                    reader.feed(piece)
+                    if JUDGE_IN_THREAD:
+                        await asyncio.to_thread(reader.feed, piece)
+                    else:
+                        reader.feed(piece)
         if decoder is not None:
             decoder.finish()
         reader.finish()
@@ -266,6 +273,8 @@ async def ingest_batch(
         return Refused(Refusal.UNDECODABLE, str(exc))
     except LargeBatch as exc:
         return Refused(Refusal.TOO_LARGE, f"{exc}; nothing stored")
+    except JudgingTooCostly as exc:
+        return Refused(Refusal.TOO_LARGE, f"stream {len(reader.items)} of the batch: {exc}")
     except (BodyTooCostly, UndecodableBody, UploadBrokeOff, asyncio.CancelledError) as exc:
         refusal = upload_refusal(exc, clock, "a batch", reader.received)
         if refusal is None:

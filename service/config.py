@@ -42,6 +42,10 @@ class Settings(BaseSettings):
     max_batch_streams: int = Field(default=1000, ge=1)
     # Handed to fastsse: no SSE event (or line) may grow past this while it is scanned.
     max_event_bytes: int = Field(default=fastsse.DEFAULT_MAX_EVENT_BYTES, ge=1)
+    # Judging one post (a batch: one of its streams) may take at most this long, else 413: the
+    # compiled scanner judges the worst bodies found at 100 MB/s or more (64 MiB well under a
+    # second), fastsse's Python twin some hostile ones at 0.3 MB/s.
+    max_scan_seconds: float = Field(default=30.0, gt=0)
 
     # "gateway:secret,gateway2:secret2", or a file with one "gateway:secret" per line.
     ingest_tokens: str = ""

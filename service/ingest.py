@@ -30,7 +30,7 @@ from .auth import Gateway
 from .config import Settings
 from .content_encoding import BodyDecoder, BodyTooCostly, UndecodableBody
 from .db import utcnow
-from .judging import BodyTooLarge, StreamJudge, sanitize_tool, verdict_row
+from .judging import JUDGE_IN_THREAD, BodyTooLarge, JudgingTooCostly, StreamJudge, sanitize_tool, verdict_row
 from .uploads import UploadBrokeOff, UploadClock
 from .writer import CONFLICT, CREATED, REUSED, Message, VerdictWriter, WriteResult, WriterUnavailable
 
@@ -281,7 +281,10 @@ async def ingest(
         return out_of_range
 
     judge = StreamJudge(
-        params.protocol, max_body_bytes=settings.max_body_bytes, max_event_bytes=settings.max_event_bytes
+        params.protocol,
+        max_body_bytes=settings.max_body_bytes,
+        max_event_bytes=settings.max_event_bytes,
+        max_scan_seconds=settings.max_scan_seconds,
     )
     clock = UploadClock(settings.upload_idle_timeout_seconds, settings.upload_timeout_seconds)
     sent = hashlib.sha256() if decoder is not None and gateway.signed is not None else None
@@ -289,17 +292,25 @@ async def ingest(
         if decoder is None:
             async for chunk in chunks:
                 clock.tick()
-                judge.feed(chunk)
+                if JUDGE_IN_THREAD:
+                    await asyncio.to_thread(judge.feed, chunk)
+                else:
+                    judge.feed(chunk)
         else:
             async for chunk in chunks:
                 clock.tick()
                 if sent is not None:
                     sent.update(chunk)
                 async for piece in decoder.pieces(chunk):
-                    judge.feed(piece)
+                    if JUDGE_IN_THREAD:
+                        await asyncio.to_thread(judge.feed, piece)
+                    else:
+                        judge.feed(piece)
             decoder.finish()
     except BodyTooLarge:
         return too_large  # the rest is never read
+    except JudgingTooCostly as exc:
+        return Refused(Refusal.TOO_LARGE, str(exc))
     except (BodyTooCostly, UndecodableBody, UploadBrokeOff, asyncio.CancelledError) as exc:
         refusal = upload_refusal(exc, clock, f"stream_id={params.stream_id}", judge.received)
         if refusal is None:

@@ -6,6 +6,7 @@ Plain functions and one small class, no HTTP: the routes call these, and so do t
 from __future__ import annotations
 
 import hashlib
+import math
 import operator
 import re
 import time
@@ -24,17 +25,33 @@ UNKNOWN_TOOL = "unknown"
 _TOOL_JUNK = re.compile(r"[^a-z0-9._-]")
 
 
+# Without its compiled scanner (no compiler where fastsse was installed, or
+# FASTSSE_NO_EXTENSIONS=1) fastsse judges with its Python twin, which gives the same verdicts
+# but costs 200 to 5,000 times more on hostile bodies (16 MiB of 16-byte frames: 32 s; of "{}"
+# lines: 48 s).  The service then judges each chunk in a thread, where the event loop gets
+# the interpreter back every few milliseconds, and warns at start-up.
+JUDGE_IN_THREAD = fastsse.IMPLEMENTATION != "cython"
+
+
 class BodyTooLarge(Exception):
     """The posted stream passed MAX_BODY_BYTES."""
 
 
-class StreamJudge:
-    """Scans a posted stream chunk by chunk as it arrives: memory stays bounded by fastsse."""
+class JudgingTooCostly(Exception):
+    """Judging the posted stream took longer than MAX_SCAN_SECONDS: read no further."""
 
-    def __init__(self, protocol: str, *, max_body_bytes: int, max_event_bytes: int) -> None:
+
+class StreamJudge:
+    """Scans a posted stream chunk by chunk as it arrives: memory stays bounded by fastsse, and
+    the time it takes by ``max_scan_seconds``."""
+
+    def __init__(
+        self, protocol: str, *, max_body_bytes: int, max_event_bytes: int, max_scan_seconds: float = math.inf
+    ) -> None:
         self._scanner = fastsse.Scanner(protocol, max_event_bytes=max_event_bytes, max_line_bytes=max_event_bytes)
         self._digest = hashlib.sha256()
         self._max_body_bytes = max_body_bytes
+        self._max_scan_seconds = max_scan_seconds
         self.received = 0
         self.scan_seconds = 0.0
 
@@ -46,6 +63,12 @@ class StreamJudge:
         started = time.perf_counter()
         self._scanner.feed(chunk)
         self.scan_seconds += time.perf_counter() - started
+        if self.scan_seconds > self._max_scan_seconds:
+            raise JudgingTooCostly(
+                f"judging the stream took more than MAX_SCAN_SECONDS ({self._max_scan_seconds:g} s)"
+                + ("" if fastsse.IMPLEMENTATION == "cython" else " with fastsse's Python scanner")
+                + ": read no further, nothing stored"
+            )
 
     def close(self, transport: str) -> tuple[fastsse.Verdict, str]:
         """The verdict, and the SHA-256 of the bytes (to tell a retried post from a conflict)."""

@@ -11,6 +11,7 @@ import os
 import random
 import re
 import socket
+import threading
 import time
 from base64 import urlsafe_b64encode
 from urllib.parse import quote_from_bytes
@@ -21,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loadtests.localhost import free_port, wait_until
+from loadtests.wire import short_stream
 
 from .conftest import INGEST, READ
 from .raw_http import LATE, read_all, send_head
@@ -468,6 +470,38 @@ def test_a_sign_in_form_dribbled_is_cut_off_at_its_own_deadline(serve):
         got += read_all(sock)
     assert got.startswith(b"HTTP/1.1 408") and b"SIGNIN_TIMEOUT_SECONDS" in got, got[:300]
     assert 0.95 < time.monotonic() - started < LATE
+
+
+def test_without_the_compiled_scanner_the_service_warns_and_bounds_the_judging(service_process, sqlite_url):
+    # The Python twin costs 200 to 5,000 times more on hostile bodies: 16 MiB of "{}" lines held
+    # a worker's loop for 48 s, and nothing said the compiled scanner was missing.
+    service = service_process({"DATABASE_URL": sqlite_url, "FASTSSE_NO_EXTENSIONS": "1", "MAX_SCAN_SECONDS": "1"})
+    wait_until(lambda: "compiled scanner is not loaded" in service.log(), what="the start-up warning")
+    hostile = b"{}\n" * ((4 << 20) // 3)  # about 12 s for the twin
+    slowest = []
+    done = threading.Event()
+
+    def probe():
+        while not done.is_set():
+            started = time.monotonic()
+            assert httpx.get(f"{service.url}/healthz", timeout=LATE).status_code == 200
+            slowest.append(time.monotonic() - started)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    try:
+        answer = httpx.post(
+            f"{service.url}/v1/streams?stream_id=hostile&protocol=ollama", content=hostile, headers=INGEST, timeout=LATE
+        )
+    finally:
+        done.set()
+        prober.join()
+    assert answer.status_code == 413 and "MAX_SCAN_SECONDS (1 s) with fastsse's Python scanner" in answer.text
+    assert max(slowest) < 1.0
+    assert (
+        httpx.post(f"{service.url}/v1/streams?stream_id=fine", content=short_stream(), headers=INGEST).status_code
+        == 201
+    )
 
 
 def test_a_short_secret_is_warned_of_at_start_up_by_name_never_by_value(service_process, database_url):
