@@ -62,7 +62,8 @@ class Capture:
         if not self.usable:
             return
         try:
-            data = self._decoder.decompress(raw) if self._decoder else raw
+            # (at most one byte past the limit decoded, however far the chunk would expand)
+            data = self._decoder.decompress(raw, self._limit - self._size + 1) if self._decoder else raw
         except zlib.error:
             self.usable, self.reason = False, "the compressed body does not decode"
             self._parts = []

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+import tracemalloc
 import zlib
 from pathlib import Path
 
@@ -662,6 +663,16 @@ def test_a_compressed_answer_is_judged_by_its_decoded_bytes():
     over = Capture("", limit=10)
     over.add(stream)
     assert not over.usable and over.body == b""
+    # a small chunk that decodes to much is decoded no further than the limit
+    bomb, packed = Capture("gzip", limit=1 << 20), gzip.compress(b"\0" * (64 << 20))
+    tracemalloc.start()
+    try:
+        bomb.add(packed)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not bomb.usable and "capture limit" in bomb.reason
+    assert peak < 4 << 20, f"decoding held {peak / 2**20:.1f} MiB"
 
 
 # ---------------------------------------------------------------------------------------------
