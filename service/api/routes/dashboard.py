@@ -138,10 +138,14 @@ async def signin(request: Request) -> Response:
     if team is None:
         if token:
             state.failed_credentials.failed(client, "signin")
-        if token and (state.ingest_credentials.named(token) or state.report_credentials.named(token)):
+        poster = None
+        if token and state.ingest_credentials.named(token):
+            poster = "a gateway's ingest token"
+        elif token and state.report_credentials.named(token):
+            poster = "a reporter's token (REPORT_TOKENS)"
+        if poster is not None:
             message = (
-                "That is a gateway's or a reporter's token: it posts streams but cannot read "
-                "them. Sign in with a read token (READ_TOKENS)."
+                f"That is {poster}: it posts streams but cannot read them. Sign in with a read token (READ_TOKENS)."
             )
         elif token:
             message = "That read token is not known here. Check READ_TOKENS and try again."
