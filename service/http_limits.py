@@ -43,6 +43,7 @@ TIMEOUT = b"408 Request Timeout"
 NOT_IMPLEMENTED = b"501 Not Implemented"
 UNAVAILABLE = b"503 Service Unavailable"
 _RESET_ON_CLOSE = struct.pack("ii", 1, 0)  # SO_LINGER on, for 0 s
+HEAD_CLOCK_SLACK_SECONDS = 0.001  # how early the head deadline may be taken as come
 
 
 class _Refused(Exception):
@@ -63,6 +64,12 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     _head_bytes = 0
     _head_arrived = 0
     _refusal: tuple[bytes, str, str] | None = None
+    # The deadline of the head awaited, or None while none is (a request is being served).
+    # One timer a connection, never cancelled while the connection lasts: when it fires it
+    # looks whether the head it was set for is still awaited, and otherwise sets itself for the
+    # deadline of the head awaited now, if one is (setting and cancelling a timer for every
+    # request cost a worker about 1.5 µs a request).
+    _head_due: float | None = None
     _head_timer: asyncio.TimerHandle | None = None
     _answer_timer: asyncio.TimerHandle | None = None
 
@@ -87,7 +94,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
-        if self._head_timer is not None and self._refusal is None and not self.transport.is_closing():
+        if self._head_due is not None and self._refusal is None and not self.transport.is_closing():
             self._head_arrived += len(data)
             if self._head_arrived > MAX_HEAD_BYTES:
                 self._refuse(TOO_LARGE, f"the request head is larger than {MAX_HEAD_BYTES} bytes", "head_too_large")
@@ -127,12 +134,26 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def _await_head(self) -> None:
         """The deadline for the next whole request head starts now; the bytes that come
         meanwhile are counted, and never move it."""
-        self._stop_head_timer()
         self._head_arrived = 0
-        self._head_timer = self.loop.call_later(self._head_timeout, self._head_too_slow)
+        self._head_due = due = self.loop.time() + self._head_timeout
+        if self._head_timer is None:
+            self._head_timer = self.loop.call_at(due, self._head_check)
+
+    def _head_check(self) -> None:
+        """The timer fired: the head awaited is too slow if its deadline has come; else the
+        timer is set for the deadline of the head awaited now (none: it is not set again)."""
+        self._head_timer = None
+        due = self._head_due
+        if due is None:
+            return
+        # uvloop's clock counts whole milliseconds: a timer may fire a moment before its time
+        if self.loop.time() + HEAD_CLOCK_SLACK_SECONDS < due:
+            self._head_timer = self.loop.call_at(due, self._head_check)
+            return
+        self._head_too_slow()
 
     def _head_too_slow(self) -> None:
-        self._head_timer = None
+        self._head_due = None
         if self._refusal is not None or self.transport.is_closing():
             return
         if self._head_arrived == 0:
@@ -149,6 +170,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         )
 
     def _stop_head_timer(self) -> None:
+        self._head_due = None
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
@@ -157,11 +179,11 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         super().on_message_begin()
         self._head_bytes = 0
         self._refusal = None
-        if self._head_timer is None:  # a request sent before the last answer was out
+        if self._head_due is None:  # a request sent before the last answer was out
             self._await_head()
 
     def on_headers_complete(self) -> None:
-        self._stop_head_timer()
+        self._head_due = None  # (the timer stays: see _head_due)
         super().on_headers_complete()
 
     def on_response_complete(self) -> None:

@@ -271,9 +271,8 @@ async def ingest(
     """
     if gateway.reporter:  # an application's reporter posts its own answers: its name is their tool
         params = dataclasses.replace(params, tool=gateway.name)
-    too_large = Refused(Refusal.TOO_LARGE, f"the body is larger than MAX_BODY_BYTES ({settings.max_body_bytes})")
     if declared_length is not None and declared_length.isdigit() and (int(declared_length) > settings.max_body_bytes):
-        return too_large  # refused before a byte of it is read
+        return _too_large(settings)  # refused before a byte of it is read
 
     now = utcnow()
     out_of_range = ended_at_refusal(params, settings, now)
@@ -308,7 +307,7 @@ async def ingest(
                         judge.feed(piece)
             decoder.finish()
     except BodyTooLarge:
-        return too_large  # the rest is never read
+        return _too_large(settings)  # the rest is never read
     except JudgingTooCostly as exc:
         return Refused(Refusal.TOO_LARGE, str(exc))
     except (BodyTooCostly, UndecodableBody, UploadBrokeOff, asyncio.CancelledError) as exc:
@@ -335,6 +334,10 @@ async def ingest(
     except WriterUnavailable as exc:
         return unavailable(exc)
     return written(result, params.stream_id)
+
+
+def _too_large(settings: Settings) -> Refused:
+    return Refused(Refusal.TOO_LARGE, f"the body is larger than MAX_BODY_BYTES ({settings.max_body_bytes})")
 
 
 def upload_refusal(exc: BaseException, clock: UploadClock, what: str, received: int) -> Refused | None:
