@@ -15,13 +15,13 @@ from starlette.datastructures import State
 import fastsse
 
 from . import metrics
+from .admission import Admission
 from .api.routes import categories, dashboard, health, rates, retries, series, streams, verdicts
 from .auth import MIN_SECRET_LENGTH, all_credentials
 from .config import Settings, get_settings
 from .db import make_engine, make_sessionmaker
 from .failed_credentials import FailedCredentials
 from .judging import sanitize_tool
-from .report_budgets import ReportBudgets
 from .stores import Store, open_store
 from .writer import VerdictWriter
 
@@ -160,19 +160,12 @@ def create_app(
         redoc_url=None,
     )
     app.state.settings = settings
-    # admission (api/routes/streams.py): posts in progress, in all and by gateway
-    app.state.inflight_posts = 0
-    app.state.inflight_by_gateway = {}
-    app.state.gateway_share = settings.max_inflight_posts_per_gateway or (
-        settings.max_inflight_posts if len(ingest) <= 1 else max(1, settings.max_inflight_posts // 2)
-    )
+    app.state.admission = Admission(settings, gateways=len(ingest))
     app.state.failed_credentials = FailedCredentials(
         settings.failed_credentials_burst, settings.failed_credentials_per_minute
     )
-    app.state.signed_in_progress = set()  # (gateway, webhook-id) of the signed posts in progress
     app.state.ingest_credentials = ingest
     app.state.report_credentials = report
-    app.state.report_budgets = ReportBudgets(settings.report_streams_per_minute)
     app.state.read_credentials = read
     app.ingest_fast_path = ingest_fast_path
     for module in (streams, verdicts, rates, series, retries, categories, health, dashboard):

@@ -9,9 +9,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from fastsse_service.admission import StreamBudgets
 from fastsse_service.auth import ConfigError, all_credentials
 from fastsse_service.config import Settings
-from fastsse_service.report_budgets import ReportBudgets
 from loadtests.wire import short_stream
 
 from .conftest import READ_SECRET
@@ -32,7 +32,7 @@ class Clock:
 
 def test_a_budget_gives_a_minutes_worth_then_its_pace_and_a_batch_costs_its_streams():
     clock = Clock()
-    budgets = ReportBudgets(60, clock=clock)
+    budgets = StreamBudgets(60, clock=clock)
     budgets.spend("app", 59)
     assert budgets.retry_after("app") is None
     budgets.spend("app", 10)  # a batch read whole may go below nothing

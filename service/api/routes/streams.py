@@ -39,7 +39,6 @@ router = APIRouter(prefix="/v1/streams", tags=["ingest"])
 BATCH_PATH = router.prefix + "/batch"
 
 RETRY_AFTER_SECONDS = "5"
-OVERLOAD_RETRY_AFTER_SECONDS = "1"
 CLIENT_CLOSED_REQUEST = 499  # nginx's "client closed request": the upload broke off
 
 # What each refusal is answered: its status and headers.
@@ -312,51 +311,9 @@ async def _answer(
             params = parse_query(query)
         except InvalidParameters as exc:
             return Answer(422, json_body({"detail": exc.errors}))
-    share = state.gateway_share
-    if gateway.reporter:
-        retry_after = state.report_budgets.retry_after(gateway.name)
-        if retry_after is not None:
-            return problem(
-                429,
-                f"this reporter posted its REPORT_STREAMS_PER_MINUTE ({state.settings.report_streams_per_minute:g}); "
-                "nothing stored, retry after Retry-After seconds",
-                {"Retry-After": str(retry_after)},
-            )
-        share = min(share, state.settings.report_max_inflight_posts)
-    # Every post is known to be a gateway's before its body is read (a signature covers the
-    # head): a client without a secret never takes a slot.
-    limit = state.settings.max_inflight_posts
-    if state.inflight_posts >= limit:
-        return problem(
-            503,
-            f"overloaded: {limit} posts in progress (MAX_INFLIGHT_POSTS); "
-            f"nothing stored, retry after {OVERLOAD_RETRY_AFTER_SECONDS} s",
-            {"Retry-After": OVERLOAD_RETRY_AFTER_SECONDS},
-        )
-    by_gateway = state.inflight_by_gateway
-    held = by_gateway.get(gateway.name, 0)
-    if held >= share:
-        bound = "REPORT_MAX_INFLIGHT_POSTS" if gateway.reporter else "MAX_INFLIGHT_POSTS_PER_GATEWAY"
-        return problem(
-            503,
-            f"overloaded: this gateway has {held} posts in progress, its share of MAX_INFLIGHT_POSTS "
-            f"({bound}); nothing stored, retry after {OVERLOAD_RETRY_AFTER_SECONDS} s",
-            {"Retry-After": OVERLOAD_RETRY_AFTER_SECONDS},
-        )
-    message = None if gateway.signed is None else (gateway.name, gateway.signed.message_id)
-    if message is not None:
-        # A signed head seen on the wire could be sent again with a body that never ends, to
-        # hold a gateway's slots: one post of a message at a time.
-        if message in state.signed_in_progress:
-            return problem(
-                409,
-                "a post with this webhook-id is in progress; nothing stored, retry after it",
-                {"Retry-After": OVERLOAD_RETRY_AFTER_SECONDS},
-            )
-        state.signed_in_progress.add(message)
-    state.inflight_posts += 1
-    by_gateway[gateway.name] = held + 1
-    metrics.INGEST_IN_PROGRESS.inc()
+    not_admitted = state.admission.admit(gateway)
+    if not_admitted is not None:
+        return problem(not_admitted.status, not_admitted.detail, {"Retry-After": not_admitted.retry_after})
     streams = 1  # what the post cost a reporter's budget
     try:
         if params is None:
@@ -383,16 +340,7 @@ async def _answer(
         )
         return answer_for(outcome)
     finally:
-        if gateway.reporter:
-            state.report_budgets.spend(gateway.name, streams)
-        state.inflight_posts -= 1
-        if by_gateway[gateway.name] == 1:
-            del by_gateway[gateway.name]
-        else:
-            by_gateway[gateway.name] -= 1
-        metrics.INGEST_IN_PROGRESS.dec()
-        if message is not None:
-            state.signed_in_progress.discard(message)
+        state.admission.release(gateway, streams)
 
 
 async def serve_post(state, scope, receive, send, *, batch: bool = False) -> None:
