@@ -112,6 +112,8 @@ async def time_span(
     span = Span.of(seconds=seconds, since=since, until=until)
     if span.until is not None and span.until <= span.since:
         raise invalid_parameter("until", str(until), "until must be a later minute than since")
+    if span.until is None and span.window < -60:  # (a few seconds ahead: clocks differ)
+        raise invalid_parameter("since", str(since), "since is ahead of the service's clock: give until too")
     if span.window > MAX_WINDOW_SECONDS:
         raise invalid_parameter("since", str(since), "the span must be at most 400 days")
     return span

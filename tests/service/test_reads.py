@@ -134,6 +134,12 @@ def test_bad_rate_queries_get_422_with_a_reason(client, params):
     assert error["loc"] == ["query", *params] and "must be" in error["msg"]
 
 
+def test_a_since_ahead_of_the_clock_is_a_422(client):
+    # It was a 200 with a window of minus 251,605,544,035 seconds.
+    response = client.get("/v1/rates", params={"since": "9999-12-31T00:00:00Z"}, headers=READ)
+    assert response.status_code == 422 and "ahead of the service's clock" in response.text
+
+
 def test_window_forms():
     assert parse_window("3600") == parse_window("60m") == parse_window("1h") == 3600
     assert parse_window("7d") == 7 * 86400
