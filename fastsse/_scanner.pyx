@@ -2026,6 +2026,20 @@ cdef class Scanner:
             self.caches.remember(&k, judged)
         return judged
 
+    @property
+    def settled(self):
+        """As the Python twin's: the stream has said how it ends (its end marker, an error, a
+        bound passed, or a finish reason for every choice it began).  True once closed."""
+        cdef int i
+        if self.closed or self.end_marker or self.errors or self.limit is not None:
+            return True
+        if self.n_finishes == 0:
+            return False
+        for i in range(self.n_finishes):
+            if self.finishes[i].raw.len < 0:
+                return False
+        return True
+
     def close(self, str transport="eof"):
         cdef int i, n_finishes
         cdef Py_ssize_t residual

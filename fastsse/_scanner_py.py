@@ -770,6 +770,17 @@ class Scanner:
             self._finish(0, record.stop_reason)
 
     # ------------------------------------------------------------------ the end
+    @property
+    def settled(self) -> bool:
+        """Whether the stream has said how it ends: its end marker, an error, a bound passed,
+        or a finish reason for every choice it began (then only closing events follow, such
+        as Anthropic's message_stop or chat's [DONE]).  True once closed."""
+        ev = self._ev
+        if self._closed or ev.end_marker or ev.errors or ev.limit is not None:
+            return True
+        finishes = self._finishes
+        return bool(finishes) and all(raw is not None for raw in finishes.values())
+
     def close(self, transport: str = "eof") -> Verdict:
         check_transport(transport)
         if self._closed:

@@ -213,3 +213,38 @@ def test_both_twins_have_one_api_but_the_compiled_twins_diagnostics():
     assert public(_scanner_py.Scanner("chat")) <= public(compiled.Scanner("chat"))
     assert {"Caches", "Scanner", "default_caches", "scan"} <= public(compiled) & public(_scanner_py)
     assert public(compiled.Caches()) == public(_scanner_py.Caches())
+
+
+SEPARATE_FINISH = ("chat", "anthropic", "bedrock-invoke")  # (Converse: messageStop ends it)
+
+
+@needs_both
+@pytest.mark.parametrize("fault", ["F0", "F1", "F2", "F2C", "F4", "error"])
+@pytest.mark.parametrize("protocol", fastsse.PROTOCOLS)
+def test_settled_alike_at_every_byte(protocol, fault):
+    """``settled`` (the stream has said how it ends) is the same in both twins after every
+    byte, becomes true at the event that says it and stays so, and holds at the end of every
+    stream that has its finish, never of one cut before it."""
+    from loadtests.wire import applies, wire
+
+    if not applies(protocol, fault):
+        pytest.skip("no such fault in this protocol")
+    body = b"".join(wire(protocol, fault, seed=3).pieces)
+    twins = [_scanner_py.Scanner(protocol), _scanner_c.Scanner(protocol)]
+    seen = []
+    for i in range(len(body)):
+        for scanner in twins:
+            scanner.feed(body[i : i + 1])
+        python, compiled = (scanner.settled for scanner in twins)
+        assert python == compiled, f"the twins differ at byte {i}"
+        seen.append(python)
+    assert seen == sorted(seen), "settled went back to false"
+    # F2 drops the terminal event: what is left has its finish where the finish is an event
+    # of its own, before the end marker
+    ends = fault in ("F0", "F2C", "F4", "error") or (fault == "F2" and protocol in SEPARATE_FINISH)
+    assert seen[-1] == ends
+    if fault == "F0" and protocol in ("chat", "anthropic", "bedrock-invoke"):
+        assert not seen[len(body) // 2], "settled in the middle of the answer"
+    for scanner in twins:
+        scanner.close()
+        assert scanner.settled
