@@ -2040,6 +2040,11 @@ cdef class Scanner:
                 return False
         return True
 
+    @property
+    def ended(self):
+        """As the Python twin's: the end marker, an error or a bound passed was seen."""
+        return self.closed or self.end_marker or self.errors > 0 or self.limit is not None
+
     def close(self, str transport="eof"):
         cdef int i, n_finishes
         cdef Py_ssize_t residual

@@ -781,6 +781,13 @@ class Scanner:
         finishes = self._finishes
         return bool(finishes) and all(raw is not None for raw in finishes.values())
 
+    @property
+    def ended(self) -> bool:
+        """Whether nothing more of the stream can matter: its end marker, an error or a bound
+        passed was seen (or it is closed)."""
+        ev = self._ev
+        return self._closed or ev.end_marker or ev.errors > 0 or ev.limit is not None
+
     def close(self, transport: str = "eof") -> Verdict:
         check_transport(transport)
         if self._closed:

@@ -222,8 +222,8 @@ SEPARATE_FINISH = ("chat", "anthropic", "bedrock-invoke")  # (Converse: messageS
 @pytest.mark.parametrize("fault", ["F0", "F1", "F2", "F2C", "F4", "error"])
 @pytest.mark.parametrize("protocol", fastsse.PROTOCOLS)
 def test_settled_alike_at_every_byte(protocol, fault):
-    """``settled`` (the stream has said how it ends) is the same in both twins after every
-    byte, becomes true at the event that says it and stays so, and holds at the end of every
+    """``settled`` (the stream has said how it ends) and ``ended`` (its end marker or an error)
+    are the same in both twins after every byte; settled becomes true at the event that says it and stays so, and holds at the end of every
     stream that has its finish, never of one cut before it."""
     from loadtests.wire import applies, wire
 
@@ -235,9 +235,10 @@ def test_settled_alike_at_every_byte(protocol, fault):
     for i in range(len(body)):
         for scanner in twins:
             scanner.feed(body[i : i + 1])
-        python, compiled = (scanner.settled for scanner in twins)
+        python, compiled = ((scanner.settled, scanner.ended) for scanner in twins)
         assert python == compiled, f"the twins differ at byte {i}"
-        seen.append(python)
+        assert python[0] or not python[1], "ended before it settled"
+        seen.append(python[0])
     assert seen == sorted(seen), "settled went back to false"
     # F2 drops the terminal event: what is left has its finish where the finish is an event
     # of its own, before the end marker
@@ -245,6 +246,7 @@ def test_settled_alike_at_every_byte(protocol, fault):
     assert seen[-1] == ends
     if fault == "F0" and protocol in ("chat", "anthropic", "bedrock-invoke"):
         assert not seen[len(body) // 2], "settled in the middle of the answer"
+    assert twins[0].ended == (fault in ("F0", "F2C", "F4", "error")), "ended without its end"
     for scanner in twins:
         scanner.close()
-        assert scanner.settled
+        assert scanner.settled and scanner.ended
