@@ -31,10 +31,20 @@ This package, unlike the rest of fastsse, lives beside I/O: it wraps a transport
 of its own (the reporter does, and is the service's).
 """
 
-from ._judgement import FAILURES, Finished, Reporter, StreamFailed, stream_failure
+from ._failure import StreamFailed, stream_failure
+from ._judgement import FAILURES, UNSEEN, Finished, Reporter
 from ._transport import AsyncTransport, Transport
 
 for _public in (AsyncTransport, Finished, StreamFailed, Transport, stream_failure):
     _public.__module__ = __name__  # tracebacks and reprs name fastsse.guard, not its private modules
 
-__all__ = ["FAILURES", "AsyncTransport", "Finished", "Reporter", "StreamFailed", "Transport", "stream_failure"]
+__all__ = [
+    "FAILURES",
+    "UNSEEN",
+    "AsyncTransport",
+    "Finished",
+    "Reporter",
+    "StreamFailed",
+    "Transport",
+    "stream_failure",
+]

@@ -8,17 +8,49 @@ The transports (``_transport.py``) call ``feed`` with each chunk the application
 from __future__ import annotations
 
 import importlib
+import logging
 import sys
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .. import CATEGORIES, DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, MESSAGES, RETRYABLE, Scanner, Verdict
-from .._verdict import MALFORMED_EVENT, TRANSPORT_ERROR, _verdict
+from .. import (
+    CATEGORIES,
+    DEFAULT_MAX_EVENT_BYTES,
+    DEFAULT_MAX_LINE_BYTES,
+    MESSAGES,
+    RETRYABLE,
+    UNKNOWN_PROTOCOL,
+    Scanner,
+    Verdict,
+)
+from .._verdict import (
+    BUFFER_RESIDUAL,
+    LIMIT_EXCEEDED,
+    MALFORMED_EVENT,
+    NO_END_MARKER,
+    SEQUENCE_GAP,
+    TRANSPORT_ERROR,
+    UPSTREAM_ERROR,
+    _verdict,
+)
 from . import _span
+from ._errors import failure
+from ._failure import StreamFailed
+
+log = logging.getLogger("fastsse.guard")
 
 FAILURES = frozenset(CATEGORIES) - {"complete"}
+# What raises by default: the failures an application cannot see for itself.  A cut
+# connection, a dropped end event, half an event, a gap, an unreadable frame, a provider's error
+# (which the SDK usually raises too: the failure is then its cause) and the guard's own bound.
+# The rest (a token limit, a refusal or filter, reasoning only, no finish reason, an empty
+# answer, tool arguments that do not parse) the SDK hands to the application in the answer's
+# own words (finish_reason, stop_reason, the text it got): raise_on=FAILURES raises those too.
+UNSEEN = frozenset(
+    {LIMIT_EXCEEDED, TRANSPORT_ERROR, UPSTREAM_ERROR, NO_END_MARKER, BUFFER_RESIDUAL, MALFORMED_EVENT, SEQUENCE_GAP}
+)
 # Encodings the guard can read to judge (the answer still reaches the client as it came):
 # gzip and deflate always (47: gzip or zlib, told by the header, as httpx reads them); br and
 # zstd with the packages httpx itself decodes them with, when they are installed (an SDK
@@ -70,24 +102,18 @@ class _OtherDecoder:
 _LEFT_EARLY = frozenset({"no_end_marker", "buffer_residual"})
 
 
-class StreamFailed(Exception):
-    """A streamed answer that is not complete: ``verdict`` says how (its ``message`` is this
-    exception's), ``retryable`` whether sending the same request again can help."""
+def _not_an_answer(verdict: Verdict) -> bool:
+    """Events were read, none of them of an LLM dialect, and none an error: an SSE feed of
+    another kind (only ``auto`` can judge so; a protocol given or told by the path is held)."""
+    return verdict.protocol == UNKNOWN_PROTOCOL and verdict.events > 0 and verdict.category != UPSTREAM_ERROR
 
-    def __init__(self, verdict: Verdict) -> None:
-        super().__init__(verdict.message)
-        self.verdict = verdict
 
-    @property
-    def category(self) -> str:
-        return self.verdict.category
-
-    @property
-    def retryable(self) -> bool:
-        return self.verdict.retryable
-
-    def __reduce__(self) -> tuple[type[StreamFailed], tuple[Verdict]]:
-        return (type(self), (self.verdict,))
+def _where(request: Any) -> str:
+    """The request's host and path, for a log line (never its query: it may hold a key)."""
+    try:
+        return f"{request.url.host}{request.url.path}"
+    except Exception:  # noqa: BLE001 - a request of another shape
+        return "an unknown request"
 
 
 def _broken(verdict: Verdict, transport: str) -> Verdict:
@@ -103,18 +129,6 @@ def _recategorized(verdict: Verdict, category: str, **changes: object) -> Verdic
         category=category, complete=False, retryable=RETRYABLE[category], message=MESSAGES[category], **changes
     )
     return _verdict(values)
-
-
-def stream_failure(exc: BaseException | None) -> StreamFailed | None:
-    """The ``StreamFailed`` that ``exc`` is, or that caused it (its ``__cause__`` or
-    ``__context__``, however deep); None when there is none."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, StreamFailed):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +168,10 @@ class Options:
 
 
 class Judgement:
+    """One answer as the guard judges it.  The verdict comes once, at the first of: the
+    answer's end marker (or an error) read, its body's end, a transport error, or the reader
+    closing or dropping it (then judged only if it had ended: see ``finish``)."""
+
     def __init__(self, options: Options, request: Any, response: Any, protocol: str, encoding: str) -> None:
         self._options = options
         self._request = request
@@ -164,12 +182,17 @@ class Judgement:
             max_event_bytes=options.limits.get("max_event_bytes", DEFAULT_MAX_EVENT_BYTES),
             max_line_bytes=options.limits.get("max_line_bytes", DEFAULT_MAX_LINE_BYTES),
         )
+        self._encoding = encoding
         self._zlib = zlib.decompressobj(_ZLIB[encoding]) if encoding in _ZLIB else None
+        self._decoded_any = False
         self._other = _OtherDecoder(encoding) if encoding in ("br", "zstd") else None
         reporter = options.reporter
         self._capture: list[bytes] | None = [] if reporter is not None and reporter.capture_limit > 0 else None
         self._captured = 0
         self._done = False
+        # A provider's error, judged: the SDK reads the error and raises its own, with this as
+        # its cause; delivered at the reader's next read or close if it does not.
+        self._pending: StreamFailed | None = None
         # A failure judged when the reader dropped the answer unclosed (its generators finalized
         # as an exception left them): delivered if the answer is then closed.
         self._dropped: StreamFailed | None = None
@@ -178,43 +201,102 @@ class Judgement:
         self.handled = sys.exc_info()[1]
 
     def feed(self, chunk: bytes) -> None:
+        if self._done:
+            return
         if self._zlib is None and self._other is None:
             self._judge(chunk)
-            return
-        if self._done:
             return
         try:
             if self._other is not None:
                 for piece in self._other.pieces(chunk):
                     self._judge(piece)
                 return
-            # Decoded a piece at a time: a small chunk that inflates to gigabytes (a bomb) is
-            # judged in bounded memory (the scanner bounds what it keeps).
-            decoder = self._zlib
-            assert decoder is not None
-            piece = decoder.decompress(chunk, _DECODED_PIECE)
-            while piece:
-                self._judge(piece)
-                tail = decoder.unconsumed_tail
-                piece = decoder.decompress(tail, _DECODED_PIECE) if tail else b""
-        except Exception:  # noqa: BLE001 - zlib.error, brotli.error, zstandard.ZstdError
-            # Not what its Content-Encoding says (or raw deflate): the guard cannot read it,
-            # and judges nothing rather than call a whole answer cut.
+            self._inflate(chunk)
+        except Exception as exc:  # noqa: BLE001 - zlib.error, brotli.error, zstandard.ZstdError
+            # Not what its Content-Encoding says: the guard cannot read it, and judges nothing
+            # rather than call a whole answer cut; it says so.
             self._done = True
+            log.warning(
+                "fastsse.guard: an answer from %s was not judged: it does not decode as %s (%s)",
+                _where(self._request),
+                self._encoding,
+                type(exc).__name__,
+            )
+
+    def _inflate(self, chunk: bytes) -> None:
+        # Decoded a piece at a time: a small chunk that inflates to gigabytes (a bomb) is
+        # judged in bounded memory (the scanner bounds what it keeps).
+        decoder = self._zlib
+        assert decoder is not None
+        try:
+            piece = decoder.decompress(chunk, _DECODED_PIECE)
+        except zlib.error:
+            if self._encoding != "deflate" or self._decoded_any:
+                raise
+            # "deflate" sent raw, without its zlib header (as some servers do; httpx reads it so)
+            decoder = self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+            piece = decoder.decompress(chunk, _DECODED_PIECE)
+        self._decoded_any = True
+        while piece:
+            self._judge(piece)
+            tail = decoder.unconsumed_tail
+            piece = decoder.decompress(tail, _DECODED_PIECE) if tail else b""
 
     def _judge(self, chunk: bytes) -> None:
         self._scanner.feed(chunk)
         if self._capture is not None:
             self._captured += len(chunk)
-            if self._captured > self._options.reporter.capture_limit:  # type: ignore[union-attr]
+            limit = self._options.reporter.capture_limit  # type: ignore[union-attr]
+            if self._captured > limit:
                 self._capture = None
+                log.warning(
+                    "fastsse.guard: an answer from %s is over the reporter's capture limit (%d bytes): "
+                    "judged, but not reported",
+                    _where(self._request),
+                    limit,
+                )
             else:
                 self._capture.append(chunk)
 
-    def finish(self, transport: str, *, early: bool = False) -> StreamFailed | None:
-        """Judge the answer once: at its end (``transport``: how it ended), or ``early`` when
-        the reader closed it before its end (then judged only if it had ended as far as the
-        reader cares: a terminal event read, or an error).  The failure to raise, if any."""
+    def awaiting_end(self) -> bool:
+        """Whether the answer has said how it ends (a finish reason for every choice) and only
+        its closing events are still to come: a reader may stop here (LiteLLM stops at
+        Anthropic's message_delta), so the guard reads them before it hands the chunk on."""
+        scanner = self._scanner
+        return not self._done and scanner.settled and not scanner.ended
+
+    def at_end(self) -> None:
+        """After a chunk: if the answer's end (or an error) is in, judge it now, and raise the
+        failure in the place of the chunk that ended it (see ``completed``)."""
+        if not self._done and self._scanner.ended:
+            self.completed()
+
+    def at_eof(self) -> None:
+        """The body ended: judge the answer if it was not yet, and raise what is to raise."""
+        if not self._done:
+            self.completed()
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            raise pending
+
+    def completed(self) -> None:
+        """The answer ended cleanly (its end marker, or its body): judge it, and raise its
+        failure where the reader reads, before the reader has the chunk that ended it, so that
+        a reader that stops at its last event meets it too.  A provider's error is the
+        exception: the SDK reads it and raises its own (with the failure as its cause)."""
+        failure = self.finish("eof")
+        if failure is None:
+            return
+        if failure.category == UPSTREAM_ERROR:
+            self._pending = failure
+            return
+        raise failure
+
+    def finish(self, transport: str, *, early: bool = False, cause: BaseException | None = None) -> StreamFailed | None:
+        """Judge the answer once: at its end (``transport``: how it ended; ``cause``: the
+        transport's exception), or ``early`` when the reader closed it before its end (then
+        judged only if it had ended as far as the reader cares: an error, or a frame it could
+        not read).  The failure to raise, if any."""
         if self._done:
             return None
         self._done = True
@@ -232,6 +314,12 @@ class Judgement:
             # it was.)
             verdict = _broken(verdict, transport)
         options = self._options
+        if _not_an_answer(verdict):
+            # SSE, but no LLM dialect in it (a feed of the application's own, through a
+            # client that also reads answers): not judged as an answer.
+            if options.on_verdict is not None:
+                options.on_verdict(verdict, self._request)
+            return None
         failed = verdict.category in options.raise_on
         if options.mark_span:
             try:
@@ -242,7 +330,7 @@ class Judgement:
             self._report(options.reporter, transport, verdict)
         if options.on_verdict is not None:
             options.on_verdict(verdict, self._request)
-        return StreamFailed(verdict) if failed else None
+        return failure(verdict, self._request, cause) if failed else None
 
     def _report(self, reporter: Reporter, transport: str, verdict: Verdict) -> None:
         request = self._request
@@ -271,12 +359,15 @@ class Judgement:
     def dropped(self) -> None:
         """The reader dropped the answer unclosed (its generators are finalized): judge it, and
         keep the failure for a close that may follow."""
-        self._dropped = self.finish("eof", early=True)
+        failure = self.finish("eof", early=True)
+        self._dropped = failure or self._pending
+        self._pending = None
 
     def closed(self) -> None:
         """The reader closed the answer: judge it, and deliver the failure (or the one judged
         when it was dropped)."""
-        failure = self.finish("eof", early=True)
+        failure = self.finish("eof", early=True) or self._pending
+        self._pending = None
         if failure is None:
             failure, self._dropped = self._dropped, None
         self.deliver(failure)

@@ -22,12 +22,18 @@ from .. import (
     protocol_for_path,
     stream_protocol,
 )
-from ._judgement import FAILURES, Judgement, Options, Reporter, readable
+from .._protocols import FRAMINGS
+from ._failure import StreamFailed
+from ._judgement import UNSEEN, Judgement, Options, Reporter, log, readable
 
 # How a transport error ended the answer, by the exception's class (or a base of it), in the
 # names both libraries share: a timeout, a body cut short of its length or last chunk, any
 # other break.  Any other exception is the reader's own and passes unjudged.
 _TRANSPORTS = (("TimeoutException", "timeout"), ("RemoteProtocolError", "error"), ("TransportError", "reset"))
+# Past the answer's last meaningful event, how much more the guard reads before it hands the
+# chunk on, waiting for the closing events (Anthropic's message_stop, chat's [DONE]): they
+# follow at once, and are a few hundred bytes.
+READ_AHEAD_BYTES = 64 * 1024
 
 
 def _options(
@@ -38,7 +44,7 @@ def _options(
     mark_span: bool,
     limits: dict[str, int],
 ) -> Options:
-    chosen = FAILURES if raise_on is None else frozenset(raise_on)
+    chosen = UNSEEN if raise_on is None else frozenset(raise_on)
     unknown = chosen - set(CATEGORIES)
     if unknown:
         raise ValueError(f"raise_on names no category: {sorted(unknown)} (fastsse.CATEGORIES lists them)")
@@ -77,15 +83,37 @@ class _Guard:
         headers = response.headers
         path = request.url.path
         asked = self.options.protocol or protocol_for_path(path)
-        protocol = stream_protocol(headers.get("content-type", ""), asked)
-        if protocol is None:  # not a stream; but Gemini's without alt=sse is one JSON array
-            if not (asked == "gemini" and path.endswith(":streamGenerateContent")):
+        content_type = headers.get("content-type", "")
+        protocol = stream_protocol(content_type, asked)
+        if protocol is None:
+            protocol = _unlabelled_stream(path, asked, content_type)
+            if protocol is None:
                 return None
-            protocol = asked
         encoding = headers.get("content-encoding", "").strip().lower()
         if not readable(encoding):
+            log.warning(
+                "fastsse.guard: an answer from %s%s was not judged: the guard cannot read Content-Encoding %r",
+                request.url.host,
+                path,
+                encoding,
+            )
             return None
         return Judgement(self.options, request, response, protocol, encoding)
+
+
+def _unlabelled_stream(path: str, asked: str | None, content_type: str) -> str | None:
+    """The protocol to judge an answer with that is not labelled as a stream: Gemini's JSON
+    array (streamGenerateContent without alt=sse), or SSE sent from a generation endpoint
+    with another or no Content-Type (text/plain, application/octet-stream: some gateways).
+    A JSON answer, HTML or an image is not a stream: None."""
+    if asked is None:
+        return None
+    if asked == "gemini" and path.endswith(":streamGenerateContent"):
+        return asked
+    media = content_type.split(";")[0].strip().lower()
+    if media in ("", "text/plain", "application/octet-stream") and FRAMINGS[asked] == "sse":
+        return asked
+    return None
 
 
 def _transport_of(exc: BaseException) -> str | None:
@@ -168,29 +196,65 @@ class _GuardedStream:
 
     def __iter__(self) -> Iterator[bytes]:
         judgement = self.judgement
+        chunks = iter(self._inner)
         try:
-            for chunk in self._inner:
+            for chunk in chunks:
                 judgement.feed(chunk)
+                if judgement.awaiting_end():
+                    chunk = _read_ahead(chunk, chunks, judgement)
+                judgement.at_end()
                 judgement.handled = sys.exc_info()[1]  # what the reader is handling, if anything
                 yield chunk
         except GeneratorExit:  # the reader dropped the answer unclosed (a reader that raised)
             judgement.dropped()
             raise
+        except StreamFailed:
+            raise
         except Exception as exc:
             transport = _transport_of(exc)
-            failure = judgement.finish(transport) if transport is not None else None
+            failure = judgement.finish(transport, cause=exc) if transport is not None else None
             if failure is not None:
                 raise failure from exc
             raise
-        failure = judgement.finish("eof")
-        if failure is not None:
-            raise failure
+        judgement.at_eof()
 
     def close(self) -> None:
         try:
             self._inner.close()
         finally:
             self.judgement.closed()
+
+
+def _read_ahead(first: bytes, chunks: Iterator[bytes], judgement: Judgement) -> bytes:
+    """``first`` and what follows it until the answer's end, its body's end, or
+    READ_AHEAD_BYTES: one chunk for the reader."""
+    held = [first]
+    size = 0
+    while judgement.awaiting_end() and size < READ_AHEAD_BYTES:
+        more = next(chunks, None)
+        if more is None:  # the body ended: the answer is judged here
+            judgement.at_eof()
+            break
+        judgement.feed(more)
+        held.append(more)
+        size += len(more)
+    return b"".join(held)
+
+
+async def _aread_ahead(first: bytes, chunks: AsyncIterator[bytes], judgement: Judgement) -> bytes:
+    """As ``_read_ahead``, for an asynchronous body."""
+    held = [first]
+    size = 0
+    while judgement.awaiting_end() and size < READ_AHEAD_BYTES:
+        try:
+            more = await chunks.__anext__()
+        except StopAsyncIteration:
+            judgement.at_eof()
+            break
+        judgement.feed(more)
+        held.append(more)
+        size += len(more)
+    return b"".join(held)
 
 
 class _AsyncGuardedStream:
@@ -200,23 +264,27 @@ class _AsyncGuardedStream:
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         judgement = self.judgement
+        chunks = self._inner.__aiter__()
         try:
-            async for chunk in self._inner:
+            async for chunk in chunks:
                 judgement.feed(chunk)
+                if judgement.awaiting_end():
+                    chunk = await _aread_ahead(chunk, chunks, judgement)
+                judgement.at_end()
                 judgement.handled = sys.exc_info()[1]  # what the reader is handling, if anything
                 yield chunk
         except GeneratorExit:  # the reader dropped the answer unclosed (a reader that raised)
             judgement.dropped()
             raise
+        except StreamFailed:
+            raise
         except Exception as exc:
             transport = _transport_of(exc)
-            failure = judgement.finish(transport) if transport is not None else None
+            failure = judgement.finish(transport, cause=exc) if transport is not None else None
             if failure is not None:
                 raise failure from exc
             raise
-        failure = judgement.finish("eof")
-        if failure is not None:
-            raise failure
+        judgement.at_eof()
 
     async def aclose(self) -> None:
         try:

@@ -16,3 +16,5 @@ def chunked(data: bytes, size: int) -> list[bytes]:
 
 
 OLLAMA_WHOLE = ollama_text("Hello", ", world", ".")
+# Every choice finished, then the connection closed without [DONE]: a cut at the very end.
+CHAT_NO_DONE = chat_text("Hello", ", world", ".", done=False)

@@ -1,17 +1,20 @@
 """The bar of the guard: the official SDKs (openai chat and responses, anthropic, google-genai,
 sync and async) with the guard in their HTTP client, against the mock provider and every fault
-it injects.  Every fault reaches the application as a ``StreamFailed`` carrying the fault's
-category (raised where it reads, or as the cause of the SDK's own error); every healthy answer
-arrives whole, and its verdict is complete."""
+it injects.  Every fault the application cannot see reaches it as a ``StreamFailed`` carrying
+the fault's category (raised where it reads, or as the cause of the SDK's own error), caught
+by the SDK's own handler too; a fault the SDK reports itself (a token limit, reasoning only, no
+finish reason) raises only when asked (``raise_on=FAILURES``); every healthy answer arrives
+whole, and its verdict is complete."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 
 import pytest
 
-from fastsse.guard import stream_failure
+from fastsse.guard import FAILURES, UNSEEN, StreamFailed, stream_failure
 from loadtests.wire import EXPECTED_OVER_HTTP, FAULTS, applies
 
 from .apps import APPS
@@ -24,6 +27,20 @@ CASES = [
     for fault in FAULTS
     if applies(protocol, fault)
 ]
+
+
+# The error class each SDK's applications catch.
+SDK_ERRORS = {
+    "openai": ("openai", "OpenAIError"),
+    "anthropic": ("anthropic", "AnthropicError"),
+    "google-genai": ("google.genai.errors", "APIError"),
+    "ollama": ("ollama", "ResponseError"),
+}
+
+
+def sdk_error(name: str) -> type:
+    module, attribute = next(value for key, value in SDK_ERRORS.items() if name.startswith(key))
+    return getattr(importlib.import_module(module), attribute)
 
 
 def run(app, base: str, mode: str, **options):
@@ -43,8 +60,15 @@ def test_every_fault_reaches_the_application(name, protocol, app, fault, mode, m
         assert [v.category for v in verdicts] == ["complete"]
         assert verdicts[0].protocol == protocol
         return
+    if EXPECTED_OVER_HTTP[fault] not in UNSEEN:  # the SDK reports it: raises only when asked
+        run(app, base, mode, **options)
+        assert [v.category for v in verdicts] == [EXPECTED_OVER_HTTP[fault]]
+        verdicts.clear()
+        options["raise_on"] = FAILURES
     with pytest.raises(Exception) as raised:  # noqa: PT011 - StreamFailed, or the SDK's own error caused by it
         run(app, base, mode, **options)
+    if isinstance(raised.value, StreamFailed):  # (else the SDK's own error, the failure its cause)
+        assert isinstance(raised.value, sdk_error(name)), f"{type(raised.value).__mro__} escapes the SDK's handler"
     failure = stream_failure(raised.value)
     if failure is None and (name, fault) == ("google-genai", "error"):
         # google-genai raises its own error at the error chunk and leaves the answer unread

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import itertools
 import pickle
 
 import httpx
@@ -12,9 +13,9 @@ import httpx2
 import pytest
 
 import fastsse
-from fastsse.guard import AsyncTransport, StreamFailed, Transport
+from fastsse.guard import FAILURES, UNSEEN, AsyncTransport, StreamFailed, Transport
 
-from .events import CHAT_CUT, CHAT_LENGTH, CHAT_WHOLE, GEMINI_ARRAY, OLLAMA_WHOLE, chunked
+from .events import CHAT_CUT, CHAT_LENGTH, CHAT_NO_DONE, CHAT_WHOLE, GEMINI_ARRAY, OLLAMA_WHOLE, chunked
 
 LIBRARIES = [httpx, httpx2]
 CHAT = "http://provider.test/v1/chat/completions"
@@ -68,9 +69,16 @@ def mode(request):
 @pytest.mark.parametrize("lib", LIBRARIES, ids=lambda lib: lib.__name__)
 class TestEveryLibrary:
     def test_the_reader_gets_the_same_chunks_and_a_complete_verdict(self, lib, mode):
+        """Chunk for chunk until the answer's finish; from there, one chunk up to its end (the
+        guard reads its closing events before it hands the finish on)."""
         chunks = chunked(CHAT_WHOLE, 7)
         got, verdicts = read(lib, answering(lib, chunks), mode=mode)
-        assert got == chunks
+        assert b"".join(got) == CHAT_WHOLE
+        finish = CHAT_WHOLE.rindex(b'"finish_reason":"stop"')
+        before = [
+            chunk for chunk, end in zip(chunks, itertools.accumulate(map(len, chunks)), strict=True) if end <= finish
+        ]
+        assert got[: len(before)] == before and len(got) < len(chunks)
         assert [v.category for v in verdicts] == ["complete"] and verdicts[0].protocol == "chat"
 
     def test_a_cut_answer_raises_at_its_end(self, lib, mode):
@@ -132,7 +140,7 @@ class TestEveryLibrary:
     def test_a_compressed_answer_is_judged_as_it_decodes(self, lib, mode):
         handler = answering(lib, chunked(gzip.compress(CHAT_LENGTH), 4), headers={"content-encoding": "gzip"})
         with pytest.raises(StreamFailed) as raised:
-            read(lib, handler, mode=mode)
+            read(lib, handler, mode=mode, raise_on=FAILURES)
         assert raised.value.category == "truncated_length"
 
     def test_an_encoding_it_cannot_read_passes_unjudged_and_unchanged(self, lib, mode):
@@ -143,7 +151,7 @@ class TestEveryLibrary:
         brotli = pytest.importorskip("brotli")
         handler = answering(lib, chunked(brotli.compress(CHAT_LENGTH), 5), headers={"content-encoding": "br"})
         with pytest.raises(StreamFailed) as raised:
-            read(lib, handler, mode=mode)
+            read(lib, handler, mode=mode, raise_on=FAILURES)
         assert raised.value.category == "truncated_length"
 
     def test_a_break_after_a_complete_answer_is_no_failure(self, lib, mode):
@@ -156,13 +164,22 @@ class TestEveryLibrary:
         assert raised.value is error
         assert [v.category for v in verdicts] == ["complete"]
 
-    @pytest.mark.parametrize("cut", [CHAT_CUT, CHAT_LENGTH, CHAT_WHOLE[:-30]])
+    @pytest.mark.parametrize("cut", [CHAT_CUT, CHAT_WHOLE[:-30]])
     @pytest.mark.parametrize("transport", ["reset", "timeout", "error"])
     def test_a_break_before_the_end_is_judged_as_the_scanner_judges_it(self, lib, mode, cut, transport):
         failure = {"reset": lib.ReadError("x"), "timeout": lib.ReadTimeout("x"), "error": lib.RemoteProtocolError("x")}
         with pytest.raises(StreamFailed) as raised:
             read(lib, answering(lib, [cut], fail=failure[transport]), mode=mode)
         assert raised.value.verdict == fastsse.scan(cut, "chat", transport)
+        # still the transport's own error, for the handlers an application has for it
+        assert isinstance(raised.value, type(failure[transport]))
+
+    def test_a_break_after_the_end_marker_is_the_answers_verdict(self, lib, mode):
+        """A token-limit answer ended by [DONE], then the connection breaks: the answer was
+        judged at its end, and raises there (in the place of the chunk that ended it)."""
+        with pytest.raises(StreamFailed) as raised:
+            read(lib, answering(lib, [CHAT_LENGTH], fail=lib.ReadError("x")), mode=mode, raise_on=FAILURES)
+        assert raised.value.verdict == fastsse.scan(CHAT_LENGTH, "chat")
 
     def test_raise_on_chooses_what_raises_and_on_verdict_hears_all(self, lib, mode):
         got, verdicts = read(lib, answering(lib, [CHAT_LENGTH]), mode=mode, raise_on=["no_end_marker"])
@@ -206,7 +223,7 @@ def guarded_client(chunks, **options):
 def test_a_reader_that_stops_at_the_end_marker_gets_the_failure_when_it_closes():
     """openai-python closes a chat answer at [DONE]: a token-limit answer raises then."""
     with pytest.raises(StreamFailed) as raised:
-        sdk_like(guarded_client([CHAT_LENGTH, b": trailing comment after the end\n\n"]))
+        sdk_like(guarded_client([CHAT_LENGTH, b": trailing comment after the end\n\n"], raise_on=FAILURES))
     assert raised.value.category == "truncated_length"
 
 
@@ -241,7 +258,7 @@ def test_the_sdks_own_error_keeps_its_type_with_the_failure_as_its_cause():
 
 
 def test_a_stream_read_inside_an_unrelated_except_block_still_raises():
-    client = guarded_client([CHAT_LENGTH])
+    client = guarded_client([CHAT_LENGTH], raise_on=FAILURES)
     own = KeyError("the application's own, handled")
     with pytest.raises(StreamFailed):
         try:
@@ -255,9 +272,9 @@ def test_a_retry_inside_an_except_block_still_raises():
     """The exception being handled when the request is made is not one on its way out."""
     with pytest.raises(StreamFailed) as second:
         try:
-            sdk_like(guarded_client([CHAT_LENGTH]))
+            sdk_like(guarded_client([CHAT_LENGTH], raise_on=FAILURES))
         except StreamFailed:
-            sdk_like(guarded_client([CHAT_LENGTH]))
+            sdk_like(guarded_client([CHAT_LENGTH], raise_on=FAILURES))
     assert second.value.__context__ is not None and second.value.__context__ is not second.value
 
 
@@ -313,7 +330,7 @@ def test_the_current_span_is_marked():
     tracer = provider.get_tracer("test")
     with tracer.start_as_current_span("swallowed"):
         try:
-            sdk_like(guarded_client([CHAT_LENGTH]))
+            sdk_like(guarded_client([CHAT_LENGTH], raise_on=FAILURES))
         except StreamFailed:
             pass  # the application swallows it: the span still says
     with tracer.start_as_current_span("whole"):
@@ -365,3 +382,138 @@ def test_the_scanners_bounds_are_options_and_bad_ones_are_refused_at_once():
     assert verdicts[0].complete
     with pytest.raises(ValueError):
         Transport(httpx2.MockTransport(lambda r: None), protocol="smoke-signals")
+
+
+CHUNKINGS = {"whole": lambda data: [data], "by 7 bytes": lambda data: chunked(data, 7)}
+
+
+def leaving_after_first_event(client) -> bool:
+    """A reader that takes the first event and leaves (breaks out, closes the answer); whether
+    it had left when an exception came."""
+    left = False
+    try:
+        with client.stream("POST", CHAT, json={}) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    left = True
+                    break
+            response.close()
+    except StreamFailed:
+        assert not left, "leaving raised"
+        return False
+    return left
+
+
+def stopping_at_the_finish(client) -> None:
+    """A reader that stops at the event that carries the finish reason, without reading the
+    closing events after it, as LiteLLM does with Anthropic's message_delta."""
+    with client.stream("POST", CHAT, json={}) as response:
+        try:
+            for line in response.iter_lines():
+                if '"finish_reason":"' in line:
+                    break
+        finally:
+            response.close()
+
+
+@pytest.mark.parametrize("chunking", CHUNKINGS)
+def test_leaving_mid_answer_never_raises_however_it_was_chunked(chunking):
+    """Leaving is the reader's own cut: it never raises.  (An answer that had ended cut before
+    the reader read its first event, all in one chunk, raises at that read, before it left.)"""
+    for answer in (CHAT_CUT, CHAT_NO_DONE, CHAT_WHOLE):
+        left = leaving_after_first_event(guarded_client(CHUNKINGS[chunking](answer)))
+        assert left or (chunking == "whole" and answer == CHAT_NO_DONE)
+
+
+@pytest.mark.parametrize("chunking", CHUNKINGS)
+def test_a_reader_that_stops_at_the_finish_is_judged_however_it_was_chunked(chunking):
+    """The closing events are read before the finish reaches the reader: a dropped [DONE]
+    raises where it reads, and a whole answer is judged complete."""
+    with pytest.raises(StreamFailed) as raised:
+        stopping_at_the_finish(guarded_client(CHUNKINGS[chunking](CHAT_NO_DONE)))
+    assert raised.value.category == "no_end_marker"
+    verdicts = []
+    stopping_at_the_finish(guarded_client(CHUNKINGS[chunking](CHAT_WHOLE), on_verdict=lambda v, r: verdicts.append(v)))
+    assert [v.category for v in verdicts] == ["complete"]
+
+
+def test_by_default_only_what_the_application_cannot_see_raises():
+    verdicts = []
+    sdk_like(guarded_client([CHAT_LENGTH], on_verdict=lambda v, r: verdicts.append(v)))  # finish_reason says it
+    assert [v.category for v in verdicts] == ["truncated_length"]
+    assert "truncated_length" not in UNSEEN and "no_end_marker" in UNSEEN and FAILURES > UNSEEN
+    with pytest.raises(StreamFailed):
+        sdk_like(guarded_client([CHAT_NO_DONE]))
+
+
+def test_a_plain_sse_feed_is_not_an_answer():
+    """SSE of no LLM dialect (an app's own feed, read by a client that also reads answers),
+    from a path that names no protocol: heard by on_verdict, never raised or reported."""
+    feed = b'event: price\ndata: {"price": 3}\n\nevent: price\ndata: {"price": 4}\n\n'
+    verdicts = []
+    got, _ = read(
+        httpx2, answering(httpx2, [feed]), url="http://app.test/feed", on_verdict=lambda v, r: verdicts.append(v)
+    )
+    assert got == [feed] and [(v.protocol, v.events) for v in verdicts] == [("unknown", 2)]
+
+
+def test_sse_without_its_content_type_on_a_generation_path_is_judged():
+    with pytest.raises(StreamFailed) as raised:
+        read(httpx2, answering(httpx2, [CHAT_CUT], headers={"content-type": "text/plain; charset=utf-8"}))
+    assert raised.value.category == "no_end_marker"
+    got, verdicts = read(httpx2, answering(httpx2, [b'{"id": 1}'], headers={"content-type": "application/json"}))
+    assert verdicts == []
+
+
+def test_raw_deflate_is_read():
+    import zlib as zlib_
+
+    compressor = zlib_.compressobj(6, zlib_.DEFLATED, -zlib_.MAX_WBITS)
+    raw = compressor.compress(CHAT_CUT) + compressor.flush()
+    with pytest.raises(StreamFailed) as raised:
+        read(httpx2, answering(httpx2, [raw], headers={"content-encoding": "deflate"}))
+    assert raised.value.category == "no_end_marker"
+
+
+def test_an_answer_left_unjudged_is_said_in_the_log(caplog):
+    read(httpx2, answering(httpx2, [b"\x8b\x00"], headers={"content-encoding": "x-snappy"}))
+    read(httpx2, answering(httpx2, [b"not gzip"], headers={"content-encoding": "gzip"}))
+    said = [r.getMessage() for r in caplog.records if r.name == "fastsse.guard"]
+    assert len(said) == 2 and "x-snappy" in said[0] and "gzip" in said[1]
+    assert all("provider.test/v1/chat/completions" in line for line in said)
+
+
+class _Handlers:
+    """Error classes as an SDK has them (openai's names), for the User-Agent test below."""
+
+    class APIError(Exception):
+        pass
+
+    class APIConnectionError(APIError):
+        pass
+
+    class APITimeoutError(APIConnectionError):
+        pass
+
+
+def test_the_failure_is_the_sdks_own_error_by_retryability(monkeypatch):
+    """Told by the User-Agent: a failure a retry can help is the SDK's connection error (which
+    retry code retries), one it cannot is its base API error; a transport's break is still the
+    transport's error too."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "openai", _Handlers)
+
+    def failing(answer, fail=None, **options):
+        transport = Transport(httpx2.MockTransport(answering(httpx2, [answer], fail=fail)), **options)
+        with pytest.raises(StreamFailed) as raised:
+            sdk_like(httpx2.Client(transport=transport, headers={"user-agent": "OpenAI/Python 3.57.0"}))
+        return raised.value
+
+    cut = failing(CHAT_NO_DONE)
+    assert isinstance(cut, _Handlers.APIConnectionError) and cut.retryable and cut.request is not None
+    limit = failing(CHAT_LENGTH, raise_on=FAILURES)
+    assert isinstance(limit, _Handlers.APIError) and not isinstance(limit, _Handlers.APIConnectionError)
+    timeout = failing(CHAT_CUT, fail=httpx2.ReadTimeout("idle"))
+    assert isinstance(timeout, _Handlers.APITimeoutError) and isinstance(timeout, httpx2.ReadTimeout)
+    assert str(timeout) == timeout.verdict.message and timeout.category == "transport_error"
