@@ -34,9 +34,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fastsse.guard import AsyncTransport, Transport
+from fastsse.guard import UNSEEN, AsyncTransport, Transport
 
 from .reporter import Reporter
+
+# What raises inside LiteLLM by default: what its callers cannot see.  The guard's default
+# (UNSEEN); a missing finish reason, which LiteLLM fills in as "stop"; and a tool call the
+# model could not form, which LiteLLM reports as "stop" too (Gemini's MALFORMED_FUNCTION_CALL:
+# litellm_core_utils/core_helpers.py, _FINISH_REASON_MAP, 1.110.2).  A token limit, reasoning
+# only or a filter reach them as LiteLLM's finish_reason (length, content_filter).
+RAISE_ON = UNSEEN | {"missing_finish_reason", "tool_call_malformed"}
 
 
 class _SharedTransport(Transport):
@@ -53,12 +60,13 @@ class _SharedTransport(Transport):
 
 def install(*, reporter: Any = None, raise_on: Any = None, on_verdict: Any = None) -> None:
     """Put every upstream stream of litellm in this process through the guard (the options are
-    fastsse.guard's).  Call it before the first request; calling it again replaces the guard."""
+    fastsse.guard's; ``raise_on`` is RAISE_ON unless given).  Call it before the first request;
+    calling it again replaces the guard."""
     import httpx  # litellm's own client library (it builds and catches httpx's types)
     import litellm
     from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
 
-    options = {"reporter": reporter, "raise_on": raise_on, "on_verdict": on_verdict}
+    options = {"reporter": reporter, "raise_on": RAISE_ON if raise_on is None else raise_on, "on_verdict": on_verdict}
     # The OpenAI SDK's paths (openai/, azure/, text completion), with litellm's own timeouts.
     litellm.client_session = httpx.Client(
         # The guard's transports are httpx's in shape, not by subclassing (it imports no

@@ -113,7 +113,14 @@ class Reporter:
             return self._handed + self.poster.waiting()
 
     def close(self, grace_seconds: float | None = None) -> None:
-        """Post what can be posted within the grace period, then stop; the rest stays spooled."""
+        """Post what can be posted within the grace period, then stop; the rest stays spooled.
+        Answers the application let go of unclosed are judged first (fastsse.guard.judge_abandoned)."""
+        try:
+            from fastsse.guard import judge_abandoned
+
+            judge_abandoned()
+        except Exception:  # noqa: BLE001 - closing never fails the application
+            log.debug("judging abandoned answers failed", exc_info=True)
         with self._lock:
             if self._closed:
                 return

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
+import weakref
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -100,6 +101,23 @@ class _OtherDecoder:
 # A stream that a reader leaves before its end is not judged: that cut is the reader's own
 # (as the tap does for a client that hangs up).  These are the verdicts of such a cut.
 _LEFT_EARLY = frozenset({"no_end_marker", "buffer_residual"})
+
+
+# Answers being read, not yet judged: judge_abandoned judges those a reader let go of.
+_OPEN: weakref.WeakSet[Judgement] = weakref.WeakSet()
+
+
+def judge_abandoned() -> None:
+    """Judge every answer of this process that is still open, as its reader left it (judged
+    only if it had ended, or stopped at a frame that could not be read: see
+    ``Judgement.finish``).  An SDK that raises at a corrupt frame may leave its answer unclosed
+    until the garbage collector finds it, after the reporter is gone: the reporter calls this
+    when it closes, so that such an answer still has its verdict."""
+    for judgement in list(_OPEN):
+        try:
+            judgement.dropped()
+        except Exception:  # noqa: BLE001, S110 - at shutdown, never fails the application
+            pass
 
 
 def _not_an_answer(verdict: Verdict) -> bool:
@@ -199,6 +217,7 @@ class Judgement:
         # The exception being handled where the reader is (a retry inside an except block):
         # when the answer is closed, that one is not on its way out.  Updated at every chunk.
         self.handled = sys.exc_info()[1]
+        _OPEN.add(self)
 
     def feed(self, chunk: bytes) -> None:
         if self._done:
@@ -300,6 +319,7 @@ class Judgement:
         if self._done:
             return None
         self._done = True
+        _OPEN.discard(self)
         verdict = self._scanner.close("eof")
         if early and verdict.category in _LEFT_EARLY:
             if not verdict.malformed_events:

@@ -96,6 +96,13 @@ def fault_prefix(client: Client, fault: str) -> str:
     return "F0" if fault == "F0" else f"{fault}-once.{slug}"
 
 
+def proxy_model(client: Client, fault: str) -> str:
+    """The LiteLLM proxy's model name for one case: one deployment per client and fault (the
+    healthy cases of two clients share the mock's prefix F0, not a model name)."""
+    slug = re.sub(r"[^\w-]", "", client.name.replace(" ", "-"))
+    return f"mock-{slug}-{fault_prefix(client, fault)}"
+
+
 def answer_prefix() -> str:
     return "Sentence 1 of"
 
@@ -111,6 +118,20 @@ class Client:
     # proxy, which posts them.
     tapped: bool = True
     proxied: bool = False
+
+    @property
+    def raises(self) -> frozenset[str]:
+        """The categories whose faults the guard raises in this client (none through the tap:
+        the tap tells the service, not the client)."""
+        if self.tapped:
+            return frozenset()
+        if isinstance(self, (LitellmLibrary, LitellmProxyClient)):
+            from fastsse_service.litellm_guard import RAISE_ON
+
+            return RAISE_ON
+        from fastsse.guard import UNSEEN
+
+        return UNSEEN
 
     def run(self, base: str, home: Path, timeout: float = 90, env: dict | None = None) -> Outcome:
         """Run once against ``base`` (scheme://host:port/PREFIX: the tap, or the mock)."""
@@ -209,6 +230,7 @@ class LitellmProxyClient(Client):
     with fastsse_service.litellm_guard installed by its worker start-up hook (the test's
     ``litellm_proxy``: a model per fault, each on the mock under that fault's prefix)."""
 
+    provider: str = "openai"
     tapped: bool = False
     proxied: bool = True
 
@@ -380,4 +402,23 @@ CLIENTS = (
     LitellmLibrary("litellm (library, openai/) + guard (async)", BY_NAME["litellm"], "chat", "litellm", mode="async"),
     LitellmLibrary("litellm (library, gemini/) + guard", BY_NAME["litellm"], "gemini", "litellm", provider="gemini"),
     LitellmProxyClient("litellm proxy (openai/) + guard", BY_NAME["litellm"], "chat", "litellm"),
+    # LiteLLM's own handlers: Anthropic's Messages (which it stops reading at message_delta)
+    # and Bedrock's ConverseStream.
+    LitellmLibrary(
+        "litellm (library, anthropic/) + guard", BY_NAME["litellm"], "anthropic", "litellm", provider="anthropic"
+    ),
+    LitellmLibrary(
+        "litellm (library, anthropic/) + guard (async)",
+        BY_NAME["litellm"],
+        "anthropic",
+        "litellm",
+        provider="anthropic",
+        mode="async",
+    ),
+    LitellmLibrary(
+        "litellm (library, bedrock/) + guard", BY_NAME["litellm"], "bedrock-converse", "litellm", provider="bedrock"
+    ),
+    LitellmProxyClient(
+        "litellm proxy (anthropic/) + guard", BY_NAME["litellm"], "anthropic", "litellm", provider="anthropic"
+    ),
 )

@@ -76,21 +76,22 @@ def guard_path(tmp_path_factory):
 @pytest.fixture(scope="session")
 def litellm_proxy(mock, service, guard_path, tmp_path_factory):
     """LiteLLM's proxy, with fastsse_service.litellm_guard installed by its worker start-up
-    hook, reporting to the service; a model per case of the proxied clients (mock-PREFIX, on
+    hook, reporting to the service; a model per case of the proxied clients (proxy_model: its client and fault, on
     the mock under that prefix).  A throwaway home, a random master key, 127.0.0.1 only."""
     from loadtests.localhost import free_port, wait_until_answering
 
-    from .clients import CLIENTS, fault_prefix
+    from .clients import CLIENTS, fault_prefix, proxy_model
     from .install import BY_NAME, installed
 
     pin = BY_NAME["litellm"]
     if not installed(pin):
         pytest.fail(f"litellm {pin.version} is not installed (python -m tests.e2e.install)")
     home = tmp_path_factory.mktemp("litellm-proxy")
+    from .litellm_client import KEY, litellm_params
+
     models = [
-        f"  - model_name: mock-{prefix}\n"
-        f"    litellm_params: {{model: openai/mock-model, api_base: 'http://127.0.0.1:{mock.port}/{prefix}/v1', "
-        "api_key: sk-e2e-not-a-real-key}"
+        f"  - model_name: {proxy_model(client, fault)}\n"
+        f"    litellm_params: {json.dumps({**litellm_params(f'http://127.0.0.1:{mock.port}/{prefix}', client.provider), 'api_key': KEY})}"
         for client in CLIENTS
         if client.proxied
         for fault in FAULTS

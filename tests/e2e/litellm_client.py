@@ -2,7 +2,7 @@
 when LiteLLM is done, 1 with the exception when it raises.  Run by LiteLLM's own interpreter
 (see install.py):
 
-    python litellm_client.py library BASE_URL openai|gemini [--async] [--guard]
+    python litellm_client.py library BASE_URL openai|gemini|anthropic|bedrock [--async] [--guard]
     python litellm_client.py proxy PROXY_URL MODEL
 
 ``library`` calls ``litellm.completion`` (or ``acompletion``) on the mock at BASE_URL;
@@ -21,13 +21,31 @@ PROMPT = "Say something long."
 KEY = "sk-e2e-not-a-real-key"
 
 
+# Bedrock through a local endpoint: dummy keys, never AWS.
+AWS = {
+    "aws_access_key_id": "AKIDE2ENOTREAL",
+    "aws_secret_access_key": "e2e-not-a-real-secret",
+    "aws_region_name": "us-east-1",
+}
+BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+
+
+def litellm_params(base_url: str, provider: str) -> dict:
+    """LiteLLM's parameters for a model of this provider on the mock at BASE_URL (the proxy's
+    configuration takes the same: see tests/e2e/conftest.py)."""
+    if provider == "gemini":
+        return {"model": "gemini/gemini-2.5-flash", "api_base": base_url + "/v1beta"}
+    if provider == "anthropic":
+        return {"model": "anthropic/claude-sonnet-4-5-20250929", "api_base": base_url}
+    if provider == "bedrock":
+        return {"model": f"bedrock/converse/{BEDROCK_MODEL}", "api_base": base_url, **AWS}
+    return {"model": "openai/mock-model", "api_base": base_url + "/v1"}
+
+
 def library(base_url: str, provider: str, mode: str) -> None:
     import litellm
 
-    if provider == "gemini":
-        call = {"model": "gemini/gemini-2.5-flash", "api_base": base_url + "/v1beta"}
-    else:
-        call = {"model": "openai/mock-model", "api_base": base_url + "/v1"}
+    call = litellm_params(base_url, provider)
     call.update(api_key=KEY, stream=True, num_retries=0, messages=[{"role": "user", "content": PROMPT}])
     if mode == "sync":
         for chunk in litellm.completion(**call):

@@ -227,14 +227,13 @@ def test_a_reader_that_stops_at_the_end_marker_gets_the_failure_when_it_closes()
     assert raised.value.category == "truncated_length"
 
 
-def test_a_reader_that_drops_its_iterator_at_the_end_marker_hears_of_it_only_in_on_verdict():
-    """Breaking out of ``for line in response.iter_lines()`` closes the library's generators
-    as they are dropped, and an exception raised there is lost (Python reports it as
-    unraisable): such a reader is told by on_verdict, the span and the reporter, not by an
-    exception.  The SDKs hold their iterator and close the answer themselves."""
+def test_a_reader_that_drops_its_iterator_at_the_end_marker_gets_the_failure_in_its_loop():
+    """Breaking out of ``for line in response.iter_lines()`` at [DONE] drops the library's
+    generators, and an exception raised as they close would be lost: the failure is raised
+    before the reader has the chunk that ended the answer, in its loop."""
     verdicts = []
-    client = guarded_client([CHAT_LENGTH], on_verdict=lambda v, r: verdicts.append(v))
-    with client.stream("POST", CHAT, json={}) as response:
+    client = guarded_client([CHAT_LENGTH], on_verdict=lambda v, r: verdicts.append(v), raise_on=FAILURES)
+    with pytest.raises(StreamFailed), client.stream("POST", CHAT, json={}) as response:
         for line in response.iter_lines():
             if line == "data: [DONE]":
                 break
@@ -517,3 +516,23 @@ def test_the_failure_is_the_sdks_own_error_by_retryability(monkeypatch):
     timeout = failing(CHAT_CUT, fail=httpx2.ReadTimeout("idle"))
     assert isinstance(timeout, _Handlers.APITimeoutError) and isinstance(timeout, httpx2.ReadTimeout)
     assert str(timeout) == timeout.verdict.message and timeout.category == "transport_error"
+
+
+def test_an_answer_let_go_of_unclosed_is_judged_when_asked():
+    """An SDK that raises at an event it cannot read and keeps the answer unclosed (LiteLLM
+    at a corrupt Bedrock frame): judge_abandoned (the reporter calls it when it closes) judges
+    it as its reader left it."""
+    from fastsse.guard import judge_abandoned
+
+    verdicts = []
+    client = guarded_client([b'data: {"broken\n\n', CHAT_CUT], on_verdict=lambda v, r: verdicts.append(v))
+    response = client.send(client.build_request("POST", CHAT, json={}), stream=True)
+    chunks = response.iter_raw()
+    next(chunks)  # the reader stops at the event it cannot read, and keeps the answer open
+    assert verdicts == []
+    judge_abandoned()
+    assert [v.category for v in verdicts] == ["malformed_event"]
+    judge_abandoned()  # once
+    assert len(verdicts) == 1
+    with pytest.raises(StreamFailed):  # and delivered if the answer is closed after all
+        response.close()
