@@ -536,3 +536,15 @@ def test_an_answer_let_go_of_unclosed_is_judged_when_asked():
     assert len(verdicts) == 1
     with pytest.raises(StreamFailed):  # and delivered if the answer is closed after all
         response.close()
+
+
+def test_an_answer_over_the_reporters_capture_is_said_in_the_log(caplog):
+    class Small:
+        capture_limit = 10
+
+        def report(self, finished):
+            raise AssertionError("reported past the capture limit")
+
+    read(httpx2, answering(httpx2, [CHAT_WHOLE]), reporter=Small())
+    said = [r.getMessage() for r in caplog.records if r.name == "fastsse.guard"]
+    assert len(said) == 1 and "capture limit (10 bytes)" in said[0]
