@@ -776,6 +776,7 @@ FINISH_REASONS = {
         "FINISH_REASON_UNSPECIFIED": ("other", O_ABNORMAL),
         "NO_IMAGE": ("other", O_ABNORMAL),
         "IMAGE_OTHER": ("other", O_ABNORMAL),
+        "MODEL_ARMOR": ("content_filter", O_FILTER),
     },
     "bedrock-converse": {
         "end_turn": ("stop", O_OK),
@@ -800,6 +801,7 @@ FINISH_REASONS = {
 # anthropics/anthropic-sdk-python `src/anthropic/types/` at 009b0353; GPY googleapis/python-genai
 # `google/genai/types.py` at 66807187.
 _GPY_FINISH = "GPY `FinishReason`"
+_VERTEX_FINISH = "googleapis/googleapis `google/cloud/aiplatform/v1/content.proto` (`Candidate.FinishReason`)"
 # BSM as above; OLL ollama/ollama at fb307609.
 _BSM_STOP = "BSM `StopReason`"
 _OLLAMA_DONE = "OLL `llm/server.go` (`DoneReason`), `llm/llama_server.go` (`Completion`, `Chat`)"
@@ -869,6 +871,7 @@ FINISH_MEANINGS = {
         "FINISH_REASON_UNSPECIFIED": ("unset: never the value of a finished answer", _GPY_FINISH),
         "NO_IMAGE": ("an image was asked for and none was made", _GPY_FINISH),
         "IMAGE_OTHER": ("image generation stopped for another reason", _GPY_FINISH),
+        "MODEL_ARMOR": ("Model Armor blocked the answer (Vertex)", _VERTEX_FINISH),
     },
     "bedrock-converse": {
         "end_turn": ("the model finished its turn", _BSM_STOP),
@@ -901,6 +904,50 @@ GEMINI_BLOCK_REASONS = {
     "JAILBREAK": "the prompt was judged a jailbreak attempt",
     "BLOCKED_REASON_UNSPECIFIED": "unset: a block that gave no reason",
 }
+
+# Gemini's enums as numbers.  Google's generated REST clients ask for
+# `$alt=json;enum-encoding=int` (the Vertex SDK's REST transport does), and then finishReason
+# and promptFeedback.blockReason arrive as their proto numbers: `"finishReason": 1` is STOP.
+# The numbers are Vertex's (google.cloud.aiplatform.v1): 0-10 and the block reasons from
+# googleapis/googleapis `google/cloud/aiplatform/v1/content.proto` (`Candidate.FinishReason`)
+# and `prediction_service.proto` (`PromptFeedback.BlockedReason`) at f8291d2b, 11-16 from the
+# aiplatform_v1 client generated from a later proto (`types/content.py`, 2025).  The Gemini API
+# (google.ai.generativelanguage v1beta) numbers its enums otherwise from 6 up (6 LANGUAGE,
+# 7 BLOCKLIST, ... 10 MALFORMED_FUNCTION_CALL, 12 UNEXPECTED_TOOL_CALL, 17 IMAGE_RECITATION;
+# its block reason 5 is IMAGE_SAFETY): the two agree on 0-5, 11 and 16, and no number is
+# success in one and a failure in the other, so a stream from either API is never called
+# complete wrongly, though its finish_reason_raw may name the Vertex value.  A number missing
+# from the table stays its decimal text, an unknown finish reason (upstream_error).
+GEMINI_FINISH_NUMBERS = (
+    "FINISH_REASON_UNSPECIFIED",
+    "STOP",
+    "MAX_TOKENS",
+    "SAFETY",
+    "RECITATION",
+    "OTHER",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "SPII",
+    "MALFORMED_FUNCTION_CALL",
+    "MODEL_ARMOR",
+    "IMAGE_SAFETY",
+    "IMAGE_PROHIBITED_CONTENT",
+    "IMAGE_RECITATION",
+    "IMAGE_OTHER",
+    "UNEXPECTED_TOOL_CALL",
+    "NO_IMAGE",
+)
+GEMINI_BLOCK_NUMBERS = (
+    "BLOCKED_REASON_UNSPECIFIED",
+    "SAFETY",
+    "OTHER",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "MODEL_ARMOR",
+    "JAILBREAK",
+)
+assert all(name in FINISH_REASONS["gemini"] for name in GEMINI_FINISH_NUMBERS)
+assert all(name in GEMINI_BLOCK_REASONS for name in GEMINI_BLOCK_NUMBERS)
 
 # Gateways forward the other protocols' values into chat streams: OpenRouter as
 # native_finish_reason ("completed" from an upstream on the Responses API, "end_turn", "STOP"),
