@@ -1161,6 +1161,23 @@ cdef class Scanner:
             self._interpret(<Pos>"", 0)
         return 0
 
+    cdef int _last_bare_line(self) except -1:
+        """close(): the last line, without its newline, of a bare JSON object (an error body
+        sent whole instead of a stream) is that object's last line, as an NDJSON line may lack
+        its newline.  Any other unterminated line stays residue."""
+        cdef Py_ssize_t value_off, n = self.fr.line.len
+        cdef Pos line = <Pos>self.fr.line.p
+        cdef int field
+        if self.fr.bare_active:
+            field = split_field(line, n, &value_off)
+            if field != F_OTHER and field != F_ERROR:
+                return 0
+        elif line[0] != b'{':
+            return 0
+        self.fr.line.len = 0  # (its bytes stay where they are until the scanner is freed)
+        self._process_line(line, n)
+        return 0
+
     cdef void _abandon_bare(self) noexcept:
         self.fr.bare_active = False
         self.fr.bare_bytes = 0
@@ -2061,6 +2078,8 @@ cdef class Scanner:
             self.fr.line.len -= 1
             if self._ndjson_whole(<Pos>self.fr.line.p, self.fr.line.len):
                 self.fr.line.len = 0
+        if self.limit is None and self.framing == FR_SSE and self.fr.line.len:
+            self._last_bare_line()
         residual = 0
         n_finishes = 0  # a stream read up to a limit has its finish reasons ignored
         if self.limit is None:

@@ -493,6 +493,19 @@ class Scanner:
             self._ev.events += 1
             self._interpret(bare.record, b"")
 
+    def _last_bare_line(self) -> None:
+        """close(): the last line, without its newline, of a bare JSON object (an error body
+        sent whole instead of a stream) is that object's last line, as an NDJSON line may lack
+        its newline.  Any other unterminated line stays residue."""
+        line = bytes(self._fr.line)
+        if self._bare is not None:
+            if split_field(line)[0] not in (F_OTHER, F_ERROR):
+                return
+        elif line[0] != OPEN_OBJECT:
+            return
+        self._fr.line.clear()
+        self._process_line(line)
+
     def _abandon_bare(self) -> None:
         self._bare = None
         self._fr.bare_bytes = 0
@@ -802,6 +815,8 @@ class Scanner:
                 fr.line.clear()
                 if line:
                     self._handle_event(b"message", line)
+        if ev.limit is None and self._framing == FR_SSE and fr.line:
+            self._last_bare_line()
         if ev.limit is None:
             ev.residual_bytes = len(fr.line) + fr.event_bytes + fr.bare_bytes + len(self._es.buf)
             if self._depth:  # an array's element, cut

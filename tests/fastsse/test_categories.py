@@ -1023,3 +1023,41 @@ def test_chat_done_ends_only_chat(judge):
     verdict = judge(data, "anthropic")
     assert verdict.category == "no_end_marker"
     assert verdict.end_marker_seen is False
+
+
+# =============================================================================================
+# Errors answered whole instead of a stream
+# =============================================================================================
+OPENAI_MODEL_NOT_FOUND = (  # an API's 404 body as it answers it: pretty-printed, no final newline
+    b'{\n  "error": {\n    "message": "The model `gpt-9` does not exist or you do not have access to it.",\n'
+    b'    "type": "invalid_request_error",\n    "param": null,\n    "code": "model_not_found"\n  }\n}'
+)
+GEMINI_NOT_FOUND = (
+    b'[{\n  "error": {\n    "code": 404,\n    "message": "models/gemini-9 is not found for API version v1beta.",\n'
+    b'    "status": "NOT_FOUND"\n  }\n}\n]'
+)
+
+
+@pytest.mark.parametrize(
+    "body, protocol, code",
+    [
+        (OPENAI_MODEL_NOT_FOUND, "auto", "model_not_found"),
+        (OPENAI_MODEL_NOT_FOUND, "chat", "model_not_found"),
+        (OPENAI_MODEL_NOT_FOUND + b"\n", "chat", "model_not_found"),
+        (OPENAI_MODEL_NOT_FOUND.replace(b"\n", b""), "chat", "model_not_found"),  # one line
+        (GEMINI_NOT_FOUND, "auto", "NOT_FOUND"),
+        (GEMINI_NOT_FOUND, "gemini", "NOT_FOUND"),
+    ],
+)
+def test_a_whole_error_body_is_that_error(judge, body, protocol, code):
+    verdict = judge(body, protocol)
+    assert (verdict.category, verdict.error_code) == ("upstream_error", code), verdict
+
+
+def test_an_error_body_or_a_stream_cut_short_stays_a_cut(judge):
+    # half an error body is no error yet; a stream cut inside its last event is a cut
+    assert judge(OPENAI_MODEL_NOT_FOUND[:-5], "auto").category == "no_end_marker"
+    for data in (chat(chat_chunk(choice(content="Hi")), done=False) + CUT_CHAT_CHUNK[:-2],
+                 chat(chat_chunk(choice(content="Hi")), done=False) + b"data: {"):  # fmt: skip
+        assert judge(data, "chat").category == "no_end_marker"
+        assert judge(data).category == "no_end_marker"
