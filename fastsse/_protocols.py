@@ -1133,6 +1133,8 @@ TOOL_FINISH_FROM_CALLS = frozenset({"responses", "gemini", "ollama"})
 
 # Error codes/types that mean "this request is wrong", so the same request fails again.  Every
 # other in-stream error (overloaded, server_error, rate limits, cancelled, 5xx) is transient.
+# An error is deterministic when its code or its type is one of these (OpenAI's 404 for a model
+# that does not exist says code model_not_found, type invalid_request_error).
 DETERMINISTIC_ERRORS = frozenset(
     {
         # Anthropic / OpenAI error types and codes
@@ -1142,6 +1144,8 @@ DETERMINISTIC_ERRORS = frozenset(
         "not_found_error",
         "billing_error",
         "insufficient_quota",
+        "model_not_found",  # OpenAI: 404, "The model `x` does not exist or you do not have access to it."
+        "request_too_large",  # Anthropic: 413, the request is over 32 MB (docs.claude.com/en/api/errors)
         "invalid_prompt",
         "invalid_api_key",
         "context_length_exceeded",

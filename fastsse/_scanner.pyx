@@ -221,7 +221,7 @@ if max(_C_CONSTANTS[name] for name in _C_CONSTANTS if name.startswith("A_")) >= 
     raise ImportError("fastsse._scanner is stale: an action past 63 needs larger tables")
 
 # close() passes _verdict._judge its arguments positionally, in this order.
-_JUDGE_PARAMETERS = ("protocol", "transport", "limit", "errors", "error_code", "end_marker",
+_JUDGE_PARAMETERS = ("protocol", "transport", "limit", "errors", "error_code", "error_type", "end_marker",
                      "no_events", "residual", "malformed", "sequence_gap", "finishes", "blocked",
                      "guardrail", "text", "reasoning", "refusal", "tool_calls", "tool_malformed",
                      "output", "hidden_reasoning")
@@ -487,7 +487,7 @@ cdef class Scanner:
     cdef Buf inner
     cdef HeadersKept headers_kept
     cdef Buf first  # FR_JSON_FIRST: the first line, held until the framing is decided
-    cdef Str error_code, model, blocked
+    cdef Str error_code, error_type, model, blocked  # error_type: the type of error_code's error
     # framing (_framing.pxd)
     cdef Framing fr
     # JSON (_json.pxd, _json_fast.pxd, _record.pxd)
@@ -537,7 +537,7 @@ cdef class Scanner:
         self.outer = (packed >> 8) & 0xFF
         self.framing = packed >> 16
         self.fr.at_start = True
-        self.error_code.len = self.model.len = self.blocked.len = -1
+        self.error_code.len = self.error_type.len = self.model.len = self.blocked.len = -1
         self.last_seq = -1
         self.template_prev = -1
         record_reset(&self.rec)
@@ -1725,6 +1725,8 @@ cdef class Scanner:
         for i in range(4):
             if order[i].len > 0:
                 self.error_code = order[i][0]
+                if r.err_type.len > 0:
+                    self.error_type = r.err_type
                 return
 
     cdef int _finish(self, int64_t index, const Str* raw) except -1:
@@ -2020,6 +2022,7 @@ cdef class Scanner:
                    | self.guardrail << 13)
         k.n_finishes = n_finishes
         k.error_code = self.error_code
+        k.error_type = self.error_type
         k.blocked = self.blocked
         if memo:
             for i in range(n_finishes):
@@ -2034,7 +2037,7 @@ cdef class Scanner:
             PyTuple_SET_ITEM(finishes, i, raw)
         head = (_judge_cached if memo else _judge)(
             _PROTOCOL_NAMES[k.protocol], transport, self.limit, self.errors > 0,
-            str_bytes(&self.error_code), self.end_marker, self.events == 0, residual > 0,
+            str_bytes(&self.error_code), str_bytes(&self.error_type), self.end_marker, self.events == 0, residual > 0,
             self.malformed > 0, self.sequence_gap, finishes, str_bytes(&self.blocked),
             self.guardrail, text, reasoning, refusal, tool_calls, self.tool_malformed, output,
             self.hidden_reasoning)

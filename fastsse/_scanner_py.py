@@ -608,6 +608,8 @@ class Scanner:
         ev.errors += 1
         if ev.error_code is None:
             ev.error_code = pick_error_code(record)
+            if ev.error_code is not None:
+                ev.error_type = record.err_type or None
 
     def _note_error_unless_said(self, record: EventRecord, kind: int) -> None:
         """An error event: counted once, whether or not its body carried an error too."""

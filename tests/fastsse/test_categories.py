@@ -1026,7 +1026,7 @@ def test_chat_done_ends_only_chat(judge):
 
 
 # =============================================================================================
-# Errors answered whole instead of a stream
+# Errors answered whole instead of a stream, and which of them a retry meets again
 # =============================================================================================
 OPENAI_MODEL_NOT_FOUND = (  # an API's 404 body as it answers it: pretty-printed, no final newline
     b'{\n  "error": {\n    "message": "The model `gpt-9` does not exist or you do not have access to it.",\n'
@@ -1051,7 +1051,7 @@ GEMINI_NOT_FOUND = (
 )
 def test_a_whole_error_body_is_that_error(judge, body, protocol, code):
     verdict = judge(body, protocol)
-    assert (verdict.category, verdict.error_code) == ("upstream_error", code), verdict
+    assert (verdict.category, verdict.error_code, verdict.retryable) == ("upstream_error", code, False), verdict
 
 
 def test_an_error_body_or_a_stream_cut_short_stays_a_cut(judge):
@@ -1061,3 +1061,20 @@ def test_an_error_body_or_a_stream_cut_short_stays_a_cut(judge):
                  chat(chat_chunk(choice(content="Hi")), done=False) + b"data: {"):  # fmt: skip
         assert judge(data, "chat").category == "no_end_marker"
         assert judge(data).category == "no_end_marker"
+
+
+@pytest.mark.parametrize(
+    "error, retryable",
+    [
+        ({"code": "model_not_found", "type": "invalid_request_error"}, False),
+        ({"code": "some_new_code", "type": "invalid_request_error"}, False),  # the type says it
+        ({"code": "invalid_api_key", "type": "some_new_type"}, False),  # the code says it
+        ({"code": "server_error", "type": "server_error"}, True),
+        ({"code": None, "type": "overloaded_error"}, True),
+    ],
+)
+def test_an_error_is_deterministic_when_its_code_or_its_type_is(judge, error, retryable):
+    data = b"data: " + json.dumps({"error": {"message": "m", **error}}).encode() + b"\n\n"
+    verdict = judge(data, "chat")
+    assert verdict.category == "upstream_error" and verdict.retryable is retryable
+    assert verdict.error_code == (error["code"] or error["type"])  # the code is still the one shown
