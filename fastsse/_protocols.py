@@ -593,10 +593,11 @@ O_FILTER = "filter"  # a safety system or refusal ended it
 O_PAUSE = "pause"  # a complete stream of a turn the client must continue
 O_TOOL_MALFORMED = "tool_malformed"
 O_ABNORMAL = "abnormal"  # the provider stopped for a reason that is not success
+O_NO_ANSWER = "no_answer"  # a finished request that asked for no answer (Ollama's load, unload)
 
 # How bad an outcome is when two words for one finish disagree (choices of n > 1, or a native
 # finish reason beside a normalized one): the lower, the worse.
-OUTCOME_RANK = {O_ABNORMAL: 0, O_LENGTH: 1, O_FILTER: 2, O_TOOL_MALFORMED: 3, O_PAUSE: 4, O_OK: 5}
+OUTCOME_RANK = {O_ABNORMAL: 0, O_LENGTH: 1, O_FILTER: 2, O_TOOL_MALFORMED: 3, O_PAUSE: 4, O_OK: 5, O_NO_ANSWER: 6}
 
 # The chat protocol's finish reasons: every value the OpenAI-compatible providers and servers
 # send (see CHAT_PROVIDERS for who sends which, and where that is documented).
@@ -734,6 +735,13 @@ CHAT_PROVIDERS = (
 # that said so).
 AUDIO_END_FINISH = "expires_at"
 
+# Ollama's last line says "done": true, and since 0.1.35 (ollama/ollama PR #4235, 2024-05) a
+# done_reason beside it.  A done line without one is the end of an older server's answer (its
+# only word for the end), and of a newer one's whose runner lost the client's connection
+# (`DoneReasonConnectionClosed`, whose String() is "", omitted by `omitempty`): it finishes
+# with this raw value (which names the field that said so).
+OLLAMA_DONE_FINISH = "done"
+
 # raw value -> (normalized, outcome).  A value missing from its table is ("other", O_ABNORMAL):
 # "complete" is never assumed for a reason we do not know.
 FINISH_REASONS = {
@@ -792,8 +800,9 @@ FINISH_REASONS = {
     "ollama": {
         "stop": ("stop", O_OK),
         "length": ("length", O_LENGTH),
-        "load": ("stop", O_OK),
-        "unload": ("stop", O_OK),
+        "load": ("stop", O_NO_ANSWER),
+        "unload": ("stop", O_NO_ANSWER),
+        OLLAMA_DONE_FINISH: ("stop", O_OK),
     },
 }
 # What each value of the other protocols means, and where that is written (the docs' tables).
@@ -889,6 +898,10 @@ FINISH_MEANINGS = {
         "length": ("num_predict, the output token budget, ran out", _OLLAMA_DONE),
         "load": ("a request with no prompt only loaded the model", _OLLAMA_LOAD),
         "unload": ("a request with keep_alive 0 and no prompt only unloaded the model", _OLLAMA_LOAD),
+        OLLAMA_DONE_FINISH: (
+            'no done_reason beside `"done": true`: a server before 0.1.35, which never sent one',
+            "OLL `api/types.go` (`done_reason`, added in PR #4235, v0.1.35)",
+        ),
     },
 }
 assert all(set(FINISH_MEANINGS[p]) == set(FINISH_REASONS[p]) for p in FINISH_MEANINGS)

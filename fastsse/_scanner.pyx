@@ -279,6 +279,9 @@ cdef list _detect_prefixes = [(p.encode(), v) for p, v in d.DETECT_TYPE_PREFIXES
 cdef bytes _chat_object = d.CHAT_OBJECT.encode()
 cdef bytes _audio_end = d.AUDIO_END_FINISH.encode()
 cdef bytes _done = d.DONE_SENTINEL
+cdef Str _ollama_done  # _protocols.OLLAMA_DONE_FINISH: a done line's finish when it names none
+_ollama_done.len = 0
+str_append(&_ollama_done, d.OLLAMA_DONE_FINISH.encode(), len(d.OLLAMA_DONE_FINISH))
 cdef bytes _completed = d.RESPONSES_COMPLETED.encode()
 cdef bytes _r_incomplete = d.RESPONSES_STATUS_INCOMPLETE.encode()
 
@@ -1070,7 +1073,7 @@ cdef class Scanner:
                 t.ends = True
                 t.n_choices = 1
                 t.index[0] = 0
-                t.finish[0] = self.rec.stop_reason
+                t.finish[0] = self.rec.stop_reason if self.rec.stop_reason.len > 0 else _ollama_done
         return 0
 
     cdef int _dispatch_data(self, Pos data, Py_ssize_t n) except -1:
@@ -1990,7 +1993,8 @@ cdef class Scanner:
         self.tool_calls += r.calls
         if r.done == 1:
             self.end_marker = True
-            self._finish(0, &r.stop_reason)
+            # (OLLAMA_DONE_FINISH when it names none)
+            self._finish(0, &r.stop_reason if r.stop_reason.len > 0 else &_ollama_done)
         return 0
 
     # ------------------------------------------------------------------ the end

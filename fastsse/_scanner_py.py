@@ -63,6 +63,9 @@ OPEN_ARRAY, CLOSE_ARRAY, CLOSE_OBJECT, QUOTE, BACKSLASH = b'[]}"\\'
 _ARRAY_BETWEEN = frozenset(b" \t\r\n,[]")
 
 
+_OLLAMA_DONE = d.OLLAMA_DONE_FINISH.encode()
+
+
 def pick_error_code(record: EventRecord) -> bytes | None:
     """The most telling error identifier: a named code, then type, status, a numeric code."""
     named = [record.err_code, record.err_type, record.err_status, record.flat_code]
@@ -782,7 +785,7 @@ class Scanner:
         ev.tool_calls += record.calls
         if record.done:
             ev.end_marker = True
-            self._finish(0, record.stop_reason)
+            self._finish(0, record.stop_reason or _OLLAMA_DONE)  # (OLLAMA_DONE_FINISH: none sent)
 
     # ------------------------------------------------------------------ the end
     @property

@@ -325,8 +325,9 @@ def _judge(
             message = MESSAGE_REFUSAL
     elif tool_malformed or outcome == d.O_TOOL_MALFORMED:
         category = TOOL_CALL_MALFORMED
-    elif not answer and not (outcome == d.O_PAUSE and reasoning):
-        # (a turn paused for the client to continue may stop after reasoning alone)
+    elif not answer and not (outcome == d.O_PAUSE and reasoning) and outcome != d.O_NO_ANSWER:
+        # (a turn paused for the client to continue may stop after reasoning alone; a request
+        # that asked for no answer, such as Ollama's load, has none)
         category = EMPTY_OUTPUT
         if reasoning:
             message = MESSAGE_REASONING_ONLY
