@@ -1082,3 +1082,29 @@ def test_an_error_is_deterministic_when_its_code_or_its_type_is(judge, error, re
     verdict = judge(data, "chat")
     assert verdict.category == "upstream_error" and verdict.retryable is retryable
     assert verdict.error_code == (error["code"] or error["type"])  # the code is still the one shown
+
+
+BEDROCK_EXCEPTIONS = {  # :exception-type -> would the same request succeed later
+    "modelStreamErrorException": True,
+    "throttlingException": True,
+    "internalServerException": True,
+    "serviceUnavailableException": True,
+    "modelTimeoutException": True,
+    "validationException": False,
+}
+
+
+@pytest.mark.parametrize("name", BEDROCK_EXCEPTIONS)
+@pytest.mark.parametrize(
+    "protocol, begun",
+    [
+        ("bedrock-converse", converse(C_START, *c_text(0, "Hel"))),
+        ("bedrock-invoke", invoke(a_start(), *a_text(0, "Hel"))),
+    ],
+)
+def test_bedrock_exceptions(judge, protocol, begun, name):
+    for data in (es.exception(name, "boom"), begun + es.exception(name, "boom")):
+        verdict = judge(data, protocol)
+        assert (verdict.category, verdict.error_code, verdict.retryable) == (
+            "upstream_error", name, BEDROCK_EXCEPTIONS[name],
+        ), verdict  # fmt: skip
