@@ -558,13 +558,14 @@ ctypedef struct Judged:  # the arguments of a _judge call, as C values (see Scan
     int protocol, transport, limit, n_finishes
     unsigned flags
     Str finishes[MEMO_FINISHES]
-    Str error_code, blocked
+    Str error_code, error_type, blocked
 
 cdef inline bint judged_same(const Judged* a, const Judged* b) noexcept:
     cdef int i
     if (a.protocol != b.protocol or a.transport != b.transport or a.limit != b.limit
             or a.flags != b.flags or a.n_finishes != b.n_finishes
-            or not str_eq(&a.error_code, &b.error_code) or not str_eq(&a.blocked, &b.blocked)):
+            or not str_eq(&a.error_code, &b.error_code) or not str_eq(&a.error_type, &b.error_type)
+            or not str_eq(&a.blocked, &b.blocked)):
         return False
     for i in range(a.n_finishes):
         if not str_eq(&a.finishes[i], &b.finishes[i]):

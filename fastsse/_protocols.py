@@ -593,10 +593,11 @@ O_FILTER = "filter"  # a safety system or refusal ended it
 O_PAUSE = "pause"  # a complete stream of a turn the client must continue
 O_TOOL_MALFORMED = "tool_malformed"
 O_ABNORMAL = "abnormal"  # the provider stopped for a reason that is not success
+O_NO_ANSWER = "no_answer"  # a finished request that asked for no answer (Ollama's load, unload)
 
 # How bad an outcome is when two words for one finish disagree (choices of n > 1, or a native
 # finish reason beside a normalized one): the lower, the worse.
-OUTCOME_RANK = {O_ABNORMAL: 0, O_LENGTH: 1, O_FILTER: 2, O_TOOL_MALFORMED: 3, O_PAUSE: 4, O_OK: 5}
+OUTCOME_RANK = {O_ABNORMAL: 0, O_LENGTH: 1, O_FILTER: 2, O_TOOL_MALFORMED: 3, O_PAUSE: 4, O_OK: 5, O_NO_ANSWER: 6}
 
 # The chat protocol's finish reasons: every value the OpenAI-compatible providers and servers
 # send (see CHAT_PROVIDERS for who sends which, and where that is documented).
@@ -734,6 +735,13 @@ CHAT_PROVIDERS = (
 # that said so).
 AUDIO_END_FINISH = "expires_at"
 
+# Ollama's last line says "done": true, and since 0.1.35 (ollama/ollama PR #4235, 2024-05) a
+# done_reason beside it.  A done line without one is the end of an older server's answer (its
+# only word for the end), and of a newer one's whose runner lost the client's connection
+# (`DoneReasonConnectionClosed`, whose String() is "", omitted by `omitempty`): it finishes
+# with this raw value (which names the field that said so).
+OLLAMA_DONE_FINISH = "done"
+
 # raw value -> (normalized, outcome).  A value missing from its table is ("other", O_ABNORMAL):
 # "complete" is never assumed for a reason we do not know.
 FINISH_REASONS = {
@@ -776,6 +784,7 @@ FINISH_REASONS = {
         "FINISH_REASON_UNSPECIFIED": ("other", O_ABNORMAL),
         "NO_IMAGE": ("other", O_ABNORMAL),
         "IMAGE_OTHER": ("other", O_ABNORMAL),
+        "MODEL_ARMOR": ("content_filter", O_FILTER),
     },
     "bedrock-converse": {
         "end_turn": ("stop", O_OK),
@@ -791,8 +800,9 @@ FINISH_REASONS = {
     "ollama": {
         "stop": ("stop", O_OK),
         "length": ("length", O_LENGTH),
-        "load": ("stop", O_OK),
-        "unload": ("stop", O_OK),
+        "load": ("stop", O_NO_ANSWER),
+        "unload": ("stop", O_NO_ANSWER),
+        OLLAMA_DONE_FINISH: ("stop", O_OK),
     },
 }
 # What each value of the other protocols means, and where that is written (the docs' tables).
@@ -800,6 +810,7 @@ FINISH_REASONS = {
 # anthropics/anthropic-sdk-python `src/anthropic/types/` at 009b0353; GPY googleapis/python-genai
 # `google/genai/types.py` at 66807187.
 _GPY_FINISH = "GPY `FinishReason`"
+_VERTEX_FINISH = "googleapis/googleapis `google/cloud/aiplatform/v1/content.proto` (`Candidate.FinishReason`)"
 # BSM as above; OLL ollama/ollama at fb307609.
 _BSM_STOP = "BSM `StopReason`"
 _OLLAMA_DONE = "OLL `llm/server.go` (`DoneReason`), `llm/llama_server.go` (`Completion`, `Chat`)"
@@ -869,6 +880,7 @@ FINISH_MEANINGS = {
         "FINISH_REASON_UNSPECIFIED": ("unset: never the value of a finished answer", _GPY_FINISH),
         "NO_IMAGE": ("an image was asked for and none was made", _GPY_FINISH),
         "IMAGE_OTHER": ("image generation stopped for another reason", _GPY_FINISH),
+        "MODEL_ARMOR": ("Model Armor blocked the answer (Vertex)", _VERTEX_FINISH),
     },
     "bedrock-converse": {
         "end_turn": ("the model finished its turn", _BSM_STOP),
@@ -886,6 +898,10 @@ FINISH_MEANINGS = {
         "length": ("num_predict, the output token budget, ran out", _OLLAMA_DONE),
         "load": ("a request with no prompt only loaded the model", _OLLAMA_LOAD),
         "unload": ("a request with keep_alive 0 and no prompt only unloaded the model", _OLLAMA_LOAD),
+        OLLAMA_DONE_FINISH: (
+            'no done_reason beside `"done": true`: a server before 0.1.35, which never sent one',
+            "OLL `api/types.go` (`done_reason`, added in PR #4235, v0.1.35)",
+        ),
     },
 }
 assert all(set(FINISH_MEANINGS[p]) == set(FINISH_REASONS[p]) for p in FINISH_MEANINGS)
@@ -901,6 +917,50 @@ GEMINI_BLOCK_REASONS = {
     "JAILBREAK": "the prompt was judged a jailbreak attempt",
     "BLOCKED_REASON_UNSPECIFIED": "unset: a block that gave no reason",
 }
+
+# Gemini's enums as numbers.  Google's generated REST clients ask for
+# `$alt=json;enum-encoding=int` (the Vertex SDK's REST transport does), and then finishReason
+# and promptFeedback.blockReason arrive as their proto numbers: `"finishReason": 1` is STOP.
+# The numbers are Vertex's (google.cloud.aiplatform.v1): 0-10 and the block reasons from
+# googleapis/googleapis `google/cloud/aiplatform/v1/content.proto` (`Candidate.FinishReason`)
+# and `prediction_service.proto` (`PromptFeedback.BlockedReason`) at f8291d2b, 11-16 from the
+# aiplatform_v1 client generated from a later proto (`types/content.py`, 2025).  The Gemini API
+# (google.ai.generativelanguage v1beta) numbers its enums otherwise from 6 up (6 LANGUAGE,
+# 7 BLOCKLIST, ... 10 MALFORMED_FUNCTION_CALL, 12 UNEXPECTED_TOOL_CALL, 17 IMAGE_RECITATION;
+# its block reason 5 is IMAGE_SAFETY): the two agree on 0-5, 11 and 16, and no number is
+# success in one and a failure in the other, so a stream from either API is never called
+# complete wrongly, though its finish_reason_raw may name the Vertex value.  A number missing
+# from the table stays its decimal text, an unknown finish reason (upstream_error).
+GEMINI_FINISH_NUMBERS = (
+    "FINISH_REASON_UNSPECIFIED",
+    "STOP",
+    "MAX_TOKENS",
+    "SAFETY",
+    "RECITATION",
+    "OTHER",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "SPII",
+    "MALFORMED_FUNCTION_CALL",
+    "MODEL_ARMOR",
+    "IMAGE_SAFETY",
+    "IMAGE_PROHIBITED_CONTENT",
+    "IMAGE_RECITATION",
+    "IMAGE_OTHER",
+    "UNEXPECTED_TOOL_CALL",
+    "NO_IMAGE",
+)
+GEMINI_BLOCK_NUMBERS = (
+    "BLOCKED_REASON_UNSPECIFIED",
+    "SAFETY",
+    "OTHER",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "MODEL_ARMOR",
+    "JAILBREAK",
+)
+assert all(name in FINISH_REASONS["gemini"] for name in GEMINI_FINISH_NUMBERS)
+assert all(name in GEMINI_BLOCK_REASONS for name in GEMINI_BLOCK_NUMBERS)
 
 # Gateways forward the other protocols' values into chat streams: OpenRouter as
 # native_finish_reason ("completed" from an upstream on the Responses API, "end_turn", "STOP"),
@@ -1086,6 +1146,8 @@ TOOL_FINISH_FROM_CALLS = frozenset({"responses", "gemini", "ollama"})
 
 # Error codes/types that mean "this request is wrong", so the same request fails again.  Every
 # other in-stream error (overloaded, server_error, rate limits, cancelled, 5xx) is transient.
+# An error is deterministic when its code or its type is one of these (OpenAI's 404 for a model
+# that does not exist says code model_not_found, type invalid_request_error).
 DETERMINISTIC_ERRORS = frozenset(
     {
         # Anthropic / OpenAI error types and codes
@@ -1095,6 +1157,8 @@ DETERMINISTIC_ERRORS = frozenset(
         "not_found_error",
         "billing_error",
         "insufficient_quota",
+        "model_not_found",  # OpenAI: 404, "The model `x` does not exist or you do not have access to it."
+        "request_too_large",  # Anthropic: 413, the request is over 32 MB (docs.claude.com/en/api/errors)
         "invalid_prompt",
         "invalid_api_key",
         "context_length_exceeded",

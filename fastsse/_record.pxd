@@ -125,18 +125,25 @@ cdef enum:  # HoleRole: what a replayed event's string value counts (A_TEXT.. in
 cdef extern from *:
     """
     static FastsseStrTable fastsse_reasoning_parts, fastsse_native_rank, fastsse_output_kinds;
+    static FastsseStrTable fastsse_gemini_finish_numbers, fastsse_gemini_block_numbers;
     static int fastsse_unknown_rank;
     """
     StrTable _reasoning_parts "fastsse_reasoning_parts"  # REASONING_PART_TYPES
     StrTable _native_rank "fastsse_native_rank"  # NATIVE_FINISH_RANK
     StrTable _output_kinds "fastsse_output_kinds"  # OUTPUT_KINDS
     int _unknown_rank "fastsse_unknown_rank"  # the rank of a finish reason it does not list
+    StrTable _gemini_finish_numbers "fastsse_gemini_finish_numbers"  # GEMINI_FINISH_NUMBERS: name -> number
+    StrTable _gemini_block_numbers "fastsse_gemini_block_numbers"  # GEMINI_BLOCK_NUMBERS
 
 cdef inline int record_tables_init(object protocols, list keep) except -1:
     global _unknown_rank
     strtable_fill(&_reasoning_parts, {k: 1 for k in protocols.REASONING_PART_TYPES}, keep)
     strtable_fill(&_native_rank, dict(protocols.NATIVE_FINISH_RANK), keep)
     strtable_fill(&_output_kinds, dict(protocols.OUTPUT_KINDS), keep)
+    strtable_fill(&_gemini_finish_numbers,
+                  {name: n for n, name in enumerate(protocols.GEMINI_FINISH_NUMBERS)}, keep)
+    strtable_fill(&_gemini_block_numbers,
+                  {name: n for n, name in enumerate(protocols.GEMINI_BLOCK_NUMBERS)}, keep)
     if (protocols.RESPONSES_TOOL_ITEM_SUFFIX != "_call" or protocols.ERROR_OBJECT != "error"
             or protocols.CONVERSE_START_ACTIONS != {A_START_TOOL: "toolUse", A_START_RESULT: "toolResult",
                                                     A_START_IMAGE: "image"}
@@ -385,11 +392,34 @@ cdef inline void record_end(Record* r, int action, bint is_object) noexcept:
                 r.choice.tool_count += 1
         r.in_tool = False
 
+cdef inline void str_decimal(Str* out, int64_t number) noexcept:
+    """The decimal text of number (not negative), as Python's str(int)."""
+    cdef int n = 0, i
+    while True:
+        out.s[n] = <char>(48 + number % 10)
+        n += 1
+        number //= 10
+        if number == 0:
+            break
+    out.len = n
+    for i in range(n // 2):
+        out.s[i], out.s[n - 1 - i] = out.s[n - 1 - i], out.s[i]
+
+cdef inline void enum_name(const StrTable* names, int64_t number, Str* out) noexcept:
+    """An enum sent as its number: its name from names (name -> number), or the number's
+    decimal text when the table has none (as _record_py's _enum_name)."""
+    cdef int i
+    for i in range(names.n):
+        if names.values[i] == number:
+            out.len = 0
+            str_append(out, names.keys[i], names.lens[i])
+            return
+    str_decimal(out, number)
+
 cdef inline void record_scalar(Record* r, int action, int kind, const Str* value, int64_t number,
                         bint nonempty, Py_ssize_t cap_off, Py_ssize_t cap_len) noexcept:
     """number: -1 if not a plain integer.  value: the bounded capture; cap_*: a whole capture."""
     cdef Str code
-    cdef int n
     if action == A_ERROR:
         if kind != V_NULL and kind != V_FALSE:
             r.error = True
@@ -415,22 +445,18 @@ cdef inline void record_scalar(Record* r, int action, int kind, const Str* value
         elif action == A_REASONING_TOKENS:
             r.reasoning_tokens = r.reasoning_tokens or number > 0
         elif action == A_ERR_CODE or action == A_FLAT_CODE:
-            # the number's decimal text, as the Python twin's str(int)
-            code.len = 0
-            n = 0
-            while True:
-                code.s[n] = <char>(48 + number % 10)
-                n += 1
-                number //= 10
-                if number == 0:
-                    break
-            code.len = n
-            for i in range(n // 2):
-                code.s[i], code.s[n - 1 - i] = code.s[n - 1 - i], code.s[i]
+            str_decimal(&code, number)  # as the Python twin's str(int)
             if action == A_ERR_CODE:
                 r.err_code = code
             else:
                 r.flat_code = code
+        elif action == A_FINISH:
+            # Gemini's finishReason as its number (GEMINI_FINISH_NUMBERS), in candidates only:
+            # a number in chat's finish_reason names nothing
+            if r.in_choice and r.gemini:
+                enum_name(&_gemini_finish_numbers, number, &r.choice.finish)
+        elif action == A_BLOCK_REASON:
+            enum_name(&_gemini_block_numbers, number, &r.block_reason)
         return
     if kind == V_TRUE:
         if action == A_PART_THOUGHT and r.in_part:

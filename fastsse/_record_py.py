@@ -351,6 +351,27 @@ def _number_text(name: str) -> Rule:
     return rule
 
 
+_GEMINI_FINISH_NUMBERS = {n: name.encode() for n, name in enumerate(d.GEMINI_FINISH_NUMBERS)}
+_GEMINI_BLOCK_NUMBERS = {n: name.encode() for n, name in enumerate(d.GEMINI_BLOCK_NUMBERS)}
+
+
+def _enum_name(names: dict[int, bytes], number: int) -> bytes:
+    """An enum sent as its number (_protocols.GEMINI_FINISH_NUMBERS): its name, or the number's
+    decimal text when the table has none."""
+    return names.get(number) or str(number).encode()
+
+
+def _gemini_finish_number(record: EventRecord, value: Value, nonempty: bool) -> None:
+    """A candidate's finishReason as a number: read in Gemini's candidates only (a number in
+    chat's finish_reason names nothing)."""
+    if record.choice is not None and record.gemini:
+        record.choice.finish = _enum_name(_GEMINI_FINISH_NUMBERS, cast(int, value))
+
+
+def _gemini_block_number(record: EventRecord, value: Value, nonempty: bool) -> None:
+    record.block_reason = _enum_name(_GEMINI_BLOCK_NUMBERS, cast(int, value))
+
+
 def _output(record: EventRecord, value: Value, nonempty: bool) -> None:
     """Output that is not text, in a part (Gemini) or a choice (chat): counted when not empty."""
     if not nonempty:
@@ -461,6 +482,8 @@ _ON_NUMBER: dict[int, Rule] = {
     d.A_OUTPUT_INDEX: _number(_field("output_index")),
     d.A_REASONING_TOKENS: _number(_reasoning_tokens),
     d.A_AUDIO_END: _number(_audio_end),
+    d.A_FINISH: _number(_gemini_finish_number),
+    d.A_BLOCK_REASON: _number(_gemini_block_number),
 }
 _ON_TRUE: dict[int, Rule] = {d.A_ERROR: _error, d.A_PART_THOUGHT: _part_thought, d.A_DONE: _done(True)}
 _RULES: dict[int, dict[int, Rule]] = {

@@ -221,7 +221,7 @@ if max(_C_CONSTANTS[name] for name in _C_CONSTANTS if name.startswith("A_")) >= 
     raise ImportError("fastsse._scanner is stale: an action past 63 needs larger tables")
 
 # close() passes _verdict._judge its arguments positionally, in this order.
-_JUDGE_PARAMETERS = ("protocol", "transport", "limit", "errors", "error_code", "end_marker",
+_JUDGE_PARAMETERS = ("protocol", "transport", "limit", "errors", "error_code", "error_type", "end_marker",
                      "no_events", "residual", "malformed", "sequence_gap", "finishes", "blocked",
                      "guardrail", "text", "reasoning", "refusal", "tool_calls", "tool_malformed",
                      "output", "hidden_reasoning")
@@ -279,6 +279,9 @@ cdef list _detect_prefixes = [(p.encode(), v) for p, v in d.DETECT_TYPE_PREFIXES
 cdef bytes _chat_object = d.CHAT_OBJECT.encode()
 cdef bytes _audio_end = d.AUDIO_END_FINISH.encode()
 cdef bytes _done = d.DONE_SENTINEL
+cdef Str _ollama_done  # _protocols.OLLAMA_DONE_FINISH: a done line's finish when it names none
+_ollama_done.len = 0
+str_append(&_ollama_done, d.OLLAMA_DONE_FINISH.encode(), len(d.OLLAMA_DONE_FINISH))
 cdef bytes _completed = d.RESPONSES_COMPLETED.encode()
 cdef bytes _r_incomplete = d.RESPONSES_STATUS_INCOMPLETE.encode()
 
@@ -487,7 +490,7 @@ cdef class Scanner:
     cdef Buf inner
     cdef HeadersKept headers_kept
     cdef Buf first  # FR_JSON_FIRST: the first line, held until the framing is decided
-    cdef Str error_code, model, blocked
+    cdef Str error_code, error_type, model, blocked  # error_type: the type of error_code's error
     # framing (_framing.pxd)
     cdef Framing fr
     # JSON (_json.pxd, _json_fast.pxd, _record.pxd)
@@ -537,7 +540,7 @@ cdef class Scanner:
         self.outer = (packed >> 8) & 0xFF
         self.framing = packed >> 16
         self.fr.at_start = True
-        self.error_code.len = self.model.len = self.blocked.len = -1
+        self.error_code.len = self.error_type.len = self.model.len = self.blocked.len = -1
         self.last_seq = -1
         self.template_prev = -1
         record_reset(&self.rec)
@@ -1070,7 +1073,7 @@ cdef class Scanner:
                 t.ends = True
                 t.n_choices = 1
                 t.index[0] = 0
-                t.finish[0] = self.rec.stop_reason
+                t.finish[0] = self.rec.stop_reason if self.rec.stop_reason.len > 0 else _ollama_done
         return 0
 
     cdef int _dispatch_data(self, Pos data, Py_ssize_t n) except -1:
@@ -1159,6 +1162,23 @@ cdef class Scanner:
             self.fr.bare_bytes = 0
             self.events += 1
             self._interpret(<Pos>"", 0)
+        return 0
+
+    cdef int _last_bare_line(self) except -1:
+        """close(): the last line, without its newline, of a bare JSON object (an error body
+        sent whole instead of a stream) is that object's last line, as an NDJSON line may lack
+        its newline.  Any other unterminated line stays residue."""
+        cdef Py_ssize_t value_off, n = self.fr.line.len
+        cdef Pos line = <Pos>self.fr.line.p
+        cdef int field
+        if self.fr.bare_active:
+            field = split_field(line, n, &value_off)
+            if field != F_OTHER and field != F_ERROR:
+                return 0
+        elif line[0] != b'{':
+            return 0
+        self.fr.line.len = 0  # (its bytes stay where they are until the scanner is freed)
+        self._process_line(line, n)
         return 0
 
     cdef void _abandon_bare(self) noexcept:
@@ -1708,6 +1728,8 @@ cdef class Scanner:
         for i in range(4):
             if order[i].len > 0:
                 self.error_code = order[i][0]
+                if r.err_type.len > 0:
+                    self.error_type = r.err_type
                 return
 
     cdef int _finish(self, int64_t index, const Str* raw) except -1:
@@ -1971,7 +1993,8 @@ cdef class Scanner:
         self.tool_calls += r.calls
         if r.done == 1:
             self.end_marker = True
-            self._finish(0, &r.stop_reason)
+            # (OLLAMA_DONE_FINISH when it names none)
+            self._finish(0, &r.stop_reason if r.stop_reason.len > 0 else &_ollama_done)
         return 0
 
     # ------------------------------------------------------------------ the end
@@ -2003,6 +2026,7 @@ cdef class Scanner:
                    | self.guardrail << 13)
         k.n_finishes = n_finishes
         k.error_code = self.error_code
+        k.error_type = self.error_type
         k.blocked = self.blocked
         if memo:
             for i in range(n_finishes):
@@ -2017,7 +2041,7 @@ cdef class Scanner:
             PyTuple_SET_ITEM(finishes, i, raw)
         head = (_judge_cached if memo else _judge)(
             _PROTOCOL_NAMES[k.protocol], transport, self.limit, self.errors > 0,
-            str_bytes(&self.error_code), self.end_marker, self.events == 0, residual > 0,
+            str_bytes(&self.error_code), str_bytes(&self.error_type), self.end_marker, self.events == 0, residual > 0,
             self.malformed > 0, self.sequence_gap, finishes, str_bytes(&self.blocked),
             self.guardrail, text, reasoning, refusal, tool_calls, self.tool_malformed, output,
             self.hidden_reasoning)
@@ -2066,6 +2090,8 @@ cdef class Scanner:
             self.fr.line.len -= 1
             if self._ndjson_whole(<Pos>self.fr.line.p, self.fr.line.len):
                 self.fr.line.len = 0
+        if self.limit is None and self.framing == FR_SSE and self.fr.line.len:
+            self._last_bare_line()
         residual = 0
         n_finishes = 0  # a stream read up to a limit has its finish reasons ignored
         if self.limit is None:

@@ -63,6 +63,9 @@ OPEN_ARRAY, CLOSE_ARRAY, CLOSE_OBJECT, QUOTE, BACKSLASH = b'[]}"\\'
 _ARRAY_BETWEEN = frozenset(b" \t\r\n,[]")
 
 
+_OLLAMA_DONE = d.OLLAMA_DONE_FINISH.encode()
+
+
 def pick_error_code(record: EventRecord) -> bytes | None:
     """The most telling error identifier: a named code, then type, status, a numeric code."""
     named = [record.err_code, record.err_type, record.err_status, record.flat_code]
@@ -493,6 +496,19 @@ class Scanner:
             self._ev.events += 1
             self._interpret(bare.record, b"")
 
+    def _last_bare_line(self) -> None:
+        """close(): the last line, without its newline, of a bare JSON object (an error body
+        sent whole instead of a stream) is that object's last line, as an NDJSON line may lack
+        its newline.  Any other unterminated line stays residue."""
+        line = bytes(self._fr.line)
+        if self._bare is not None:
+            if split_field(line)[0] not in (F_OTHER, F_ERROR):
+                return
+        elif line[0] != OPEN_OBJECT:
+            return
+        self._fr.line.clear()
+        self._process_line(line)
+
     def _abandon_bare(self) -> None:
         self._bare = None
         self._fr.bare_bytes = 0
@@ -595,6 +611,8 @@ class Scanner:
         ev.errors += 1
         if ev.error_code is None:
             ev.error_code = pick_error_code(record)
+            if ev.error_code is not None:
+                ev.error_type = record.err_type or None
 
     def _note_error_unless_said(self, record: EventRecord, kind: int) -> None:
         """An error event: counted once, whether or not its body carried an error too."""
@@ -767,7 +785,7 @@ class Scanner:
         ev.tool_calls += record.calls
         if record.done:
             ev.end_marker = True
-            self._finish(0, record.stop_reason)
+            self._finish(0, record.stop_reason or _OLLAMA_DONE)  # (OLLAMA_DONE_FINISH: none sent)
 
     # ------------------------------------------------------------------ the end
     @property
@@ -809,6 +827,8 @@ class Scanner:
                 fr.line.clear()
                 if line:
                     self._handle_event(b"message", line)
+        if ev.limit is None and self._framing == FR_SSE and fr.line:
+            self._last_bare_line()
         if ev.limit is None:
             ev.residual_bytes = len(fr.line) + fr.event_bytes + fr.bare_bytes + len(self._es.buf)
             if self._depth:  # an array's element, cut

@@ -159,6 +159,7 @@ class Evidence:
     hidden_reasoning: bool = False  # usage counted reasoning tokens the stream did not show
     items: int = 0  # what whole items held (_protocols.ITEM_*), whether or not deltas did
     guardrail: bool = False  # a Bedrock guardrail intervened (_protocols.GUARDRAIL_FINISH)
+    error_type: Raw | None = None  # the type of the error whose code is error_code
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +255,7 @@ def _judge(
     limit: str | None,
     errors: bool,
     error_code: bytes | None,
+    error_type: bytes | None,
     end_marker: bool,
     no_events: bool,
     residual: bool,
@@ -295,7 +297,8 @@ def _judge(
         category = UPSTREAM_ERROR
         if not errors:
             message = MESSAGE_ABNORMAL_FINISH
-        retryable = code not in d.DETERMINISTIC_ERRORS
+        # deterministic when its code or its type says so, whichever error_code shows
+        retryable = not (code in d.DETERMINISTIC_ERRORS or sanitize_identifier(error_type) in d.DETERMINISTIC_ERRORS)
     elif not end_marker:
         category = NO_END_MARKER
         if no_events:
@@ -322,8 +325,9 @@ def _judge(
             message = MESSAGE_REFUSAL
     elif tool_malformed or outcome == d.O_TOOL_MALFORMED:
         category = TOOL_CALL_MALFORMED
-    elif not answer and not (outcome == d.O_PAUSE and reasoning):
-        # (a turn paused for the client to continue may stop after reasoning alone)
+    elif not answer and not (outcome == d.O_PAUSE and reasoning) and outcome != d.O_NO_ANSWER:
+        # (a turn paused for the client to continue may stop after reasoning alone; a request
+        # that asked for no answer, such as Ollama's load, has none)
         category = EMPTY_OUTPUT
         if reasoning:
             message = MESSAGE_REASONING_ONLY
@@ -364,6 +368,7 @@ def decide(evidence: Evidence, transport: str = "eof") -> Verdict:
         e.limit,
         e.errors > 0,
         e.error_code,
+        e.error_type,
         e.end_marker,
         e.events == 0,
         e.residual_bytes > 0,

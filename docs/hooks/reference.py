@@ -356,10 +356,12 @@ def _converse(value: str) -> bytes:
 
 
 def _ollama(value: str) -> bytes:
-    lines = [
-        {"model": "m", "message": {"role": "assistant", "content": "Hi"}, "done": False},
-        {"model": "m", "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": value},
-    ]
+    from fastsse import _protocols
+
+    last = {"model": "m", "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": value}
+    if value == _protocols.OLLAMA_DONE_FINISH:  # the value of a done line without done_reason
+        del last["done_reason"]
+    lines = [{"model": "m", "message": {"role": "assistant", "content": "Hi"}, "done": False}, last]
     return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
 
 

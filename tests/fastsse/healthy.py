@@ -500,6 +500,7 @@ def _gemini_streams() -> list[Healthy]:
     result = {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "4\n"}}
     return [
         Healthy("text", "gemini", gemini_text("The", " capital", " is Paris.")),
+        Healthy("text-finish-as-number", "gemini", gemini_text("The", " capital", finish=1)),  # enum-encoding=int
         Healthy(
             "function-call",
             "gemini",

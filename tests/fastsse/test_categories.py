@@ -897,7 +897,7 @@ CASES += [
          residual_bytes=len(b'{"model":"lla')),
     case("html-line", "ollama", o_chat("Hi") + b"<html>502 Bad Gateway</html>\n" + o_chat(done=True, done_reason="stop"),
          "malformed_event", malformed_events=1),
-    case("done-without-reason", "ollama", o_chat("Hi") + o_chat(done=True), "missing_finish_reason"),
+    case("done-without-reason", "ollama", o_chat("Hi") + o_chat(done=True), "complete", finish_reason_raw="done"),
     case("thinking-then-length", "ollama", o_chat(thinking="Hmm") + o_chat(done=True, done_reason="length"),
          "reasoning_exhausted", reasoning_events=1),
     case("length", "ollama", ollama_text("Long", done_reason="length"), "truncated_length", finish_reason="length"),
@@ -927,6 +927,10 @@ IMPOSSIBLE = {
     ("sequence_gap", "ollama"): "Ollama's lines carry no sequence number",
     ("content_filtered", "ollama"): "Ollama has no safety filter: no finish reason or field says one stopped it",
     ("tool_call_malformed", "ollama"): "Ollama sends each tool call whole, its arguments a JSON object",
+    (
+        "missing_finish_reason",
+        "ollama",
+    ): 'the done line is its finish: without a done_reason, an old server\'s ("done")',
 }
 
 DEFAULTS = {"residual_bytes": 0, "limit": None, "malformed_events": 0}
@@ -1023,3 +1027,84 @@ def test_chat_done_ends_only_chat(judge):
     verdict = judge(data, "anthropic")
     assert verdict.category == "no_end_marker"
     assert verdict.end_marker_seen is False
+
+
+# =============================================================================================
+# Errors answered whole instead of a stream, and which of them a retry meets again
+# =============================================================================================
+OPENAI_MODEL_NOT_FOUND = (  # an API's 404 body as it answers it: pretty-printed, no final newline
+    b'{\n  "error": {\n    "message": "The model `gpt-9` does not exist or you do not have access to it.",\n'
+    b'    "type": "invalid_request_error",\n    "param": null,\n    "code": "model_not_found"\n  }\n}'
+)
+GEMINI_NOT_FOUND = (
+    b'[{\n  "error": {\n    "code": 404,\n    "message": "models/gemini-9 is not found for API version v1beta.",\n'
+    b'    "status": "NOT_FOUND"\n  }\n}\n]'
+)
+
+
+@pytest.mark.parametrize(
+    "body, protocol, code",
+    [
+        (OPENAI_MODEL_NOT_FOUND, "auto", "model_not_found"),
+        (OPENAI_MODEL_NOT_FOUND, "chat", "model_not_found"),
+        (OPENAI_MODEL_NOT_FOUND + b"\n", "chat", "model_not_found"),
+        (OPENAI_MODEL_NOT_FOUND.replace(b"\n", b""), "chat", "model_not_found"),  # one line
+        (GEMINI_NOT_FOUND, "auto", "NOT_FOUND"),
+        (GEMINI_NOT_FOUND, "gemini", "NOT_FOUND"),
+    ],
+)
+def test_a_whole_error_body_is_that_error(judge, body, protocol, code):
+    verdict = judge(body, protocol)
+    assert (verdict.category, verdict.error_code, verdict.retryable) == ("upstream_error", code, False), verdict
+
+
+def test_an_error_body_or_a_stream_cut_short_stays_a_cut(judge):
+    # half an error body is no error yet; a stream cut inside its last event is a cut
+    assert judge(OPENAI_MODEL_NOT_FOUND[:-5], "auto").category == "no_end_marker"
+    for data in (chat(chat_chunk(choice(content="Hi")), done=False) + CUT_CHAT_CHUNK[:-2],
+                 chat(chat_chunk(choice(content="Hi")), done=False) + b"data: {"):  # fmt: skip
+        assert judge(data, "chat").category == "no_end_marker"
+        assert judge(data).category == "no_end_marker"
+
+
+@pytest.mark.parametrize(
+    "error, retryable",
+    [
+        ({"code": "model_not_found", "type": "invalid_request_error"}, False),
+        ({"code": "some_new_code", "type": "invalid_request_error"}, False),  # the type says it
+        ({"code": "invalid_api_key", "type": "some_new_type"}, False),  # the code says it
+        ({"code": "server_error", "type": "server_error"}, True),
+        ({"code": None, "type": "overloaded_error"}, True),
+    ],
+)
+def test_an_error_is_deterministic_when_its_code_or_its_type_is(judge, error, retryable):
+    data = b"data: " + json.dumps({"error": {"message": "m", **error}}).encode() + b"\n\n"
+    verdict = judge(data, "chat")
+    assert verdict.category == "upstream_error" and verdict.retryable is retryable
+    assert verdict.error_code == (error["code"] or error["type"])  # the code is still the one shown
+
+
+BEDROCK_EXCEPTIONS = {  # :exception-type -> would the same request succeed later
+    "modelStreamErrorException": True,
+    "throttlingException": True,
+    "internalServerException": True,
+    "serviceUnavailableException": True,
+    "modelTimeoutException": True,
+    "validationException": False,
+}
+
+
+@pytest.mark.parametrize("name", BEDROCK_EXCEPTIONS)
+@pytest.mark.parametrize(
+    "protocol, begun",
+    [
+        ("bedrock-converse", converse(C_START, *c_text(0, "Hel"))),
+        ("bedrock-invoke", invoke(a_start(), *a_text(0, "Hel"))),
+    ],
+)
+def test_bedrock_exceptions(judge, protocol, begun, name):
+    for data in (es.exception(name, "boom"), begun + es.exception(name, "boom")):
+        verdict = judge(data, protocol)
+        assert (verdict.category, verdict.error_code, verdict.retryable) == (
+            "upstream_error", name, BEDROCK_EXCEPTIONS[name],
+        ), verdict  # fmt: skip

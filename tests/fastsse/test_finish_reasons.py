@@ -127,6 +127,55 @@ def test_values_gateways_forward_mean_what_they_mean_at_home(judge, protocol):
         assert verdict.finish_reason_raw == value
 
 
+# Gemini's enums as their proto numbers (Google's REST clients ask for enum-encoding=int): each
+# number judged as its name is, and reported by its name.  Our own statement of the numbers
+# (google/cloud/aiplatform/v1 content.proto, prediction_service.proto), not read from fastsse.
+GEMINI_FINISH_NUMBERS = {
+    0: "FINISH_REASON_UNSPECIFIED", 1: "STOP", 2: "MAX_TOKENS", 3: "SAFETY", 4: "RECITATION", 5: "OTHER",
+    6: "BLOCKLIST", 7: "PROHIBITED_CONTENT", 8: "SPII", 9: "MALFORMED_FUNCTION_CALL", 10: "MODEL_ARMOR",
+    11: "IMAGE_SAFETY", 12: "IMAGE_PROHIBITED_CONTENT", 13: "IMAGE_RECITATION", 14: "IMAGE_OTHER",
+    15: "UNEXPECTED_TOOL_CALL", 16: "NO_IMAGE",
+}  # fmt: skip
+GEMINI_BLOCK_NUMBERS = {
+    0: "BLOCKED_REASON_UNSPECIFIED", 1: "SAFETY", 2: "OTHER", 3: "BLOCKLIST", 4: "PROHIBITED_CONTENT",
+    5: "MODEL_ARMOR", 6: "JAILBREAK",
+}  # fmt: skip
+
+
+def _gemini(finish) -> bytes:
+    chunk = {
+        "candidates": [{"content": {"parts": [{"text": "Hi"}], "role": "model"}, "finishReason": finish, "index": 0}]
+    }
+    return b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n"
+
+
+def _judged(verdict) -> dict:
+    return {k: v for k, v in verdict.to_dict().items() if k != "bytes"}
+
+
+@pytest.mark.parametrize(("number", "name"), GEMINI_FINISH_NUMBERS.items())
+def test_gemini_finish_reason_as_its_number(judge, number, name):
+    by_number = judge(_gemini(number), "gemini")
+    assert _judged(by_number) == _judged(judge(_gemini(name), "gemini"))
+    assert by_number.finish_reason_raw == name
+    assert judge(_gemini(number)) == by_number
+
+
+def test_gemini_numbers_the_table_lacks_are_not_success(judge):
+    verdict = judge(_gemini(17), "gemini")  # the Gemini API's IMAGE_RECITATION; Vertex has none
+    assert (verdict.category, verdict.finish_reason_raw) == ("upstream_error", "17")
+    # a number in chat's finish_reason names nothing
+    data = b'data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":1}]}\n\n'
+    assert judge(data + b"data: [DONE]\n\n", "chat").category == "missing_finish_reason"
+
+
+@pytest.mark.parametrize(("number", "name"), GEMINI_BLOCK_NUMBERS.items())
+def test_gemini_block_reason_as_its_number(judge, number, name):
+    blocked = b'data: {"promptFeedback": {"blockReason": %d}, "modelVersion": "gemini-2.5-flash"}\r\n\r\n' % number
+    verdict = judge(blocked, "gemini")
+    assert (verdict.category, verdict.finish_reason_raw) == ("content_filtered", name)
+
+
 def page_tables() -> str:
     """The docs page's two tables, from CHAT_PROVIDERS and the verdicts fastsse gives."""
     import fastsse
