@@ -575,6 +575,12 @@ DETECT_TYPES = {
     "message_stop": "anthropic",
 }
 CHAT_OBJECT = "chat.completion.chunk"
+# A chat chunk whose "object" says the answer is over: Perplexity's last chunk, which carries
+# every choice's finish reason and the usage, and after which Perplexity sends no [DONE]
+# (perplexityai/api-discussion#209; recorded in crmne/ruby_llm's cassettes
+# `chat_streaming_responses_perplexity_sonar_*.yml`, 2026).  It is the end marker when every
+# choice begun has its finish reason; the same chunk shape without it stays a cut.
+CHAT_DONE_OBJECT = "chat.completion.done"
 # A chunk whose "object" is "error" is an error (vLLM before its errors were wrapped in "error",
 # Mistral), whatever else it holds.
 ERROR_OBJECT = "error"

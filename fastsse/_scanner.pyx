@@ -277,6 +277,7 @@ strtable_fill(&_a_stop_details_win, {k: 1 for k in d.ANTHROPIC_STOP_DETAILS_WIN}
 cdef list _detect_type_protocols = list(d.DETECT_TYPES.values())
 cdef list _detect_prefixes = [(p.encode(), v) for p, v in d.DETECT_TYPE_PREFIXES]
 cdef bytes _chat_object = d.CHAT_OBJECT.encode()
+cdef bytes _chat_done_object = d.CHAT_DONE_OBJECT.encode()
 cdef bytes _audio_end = d.AUDIO_END_FINISH.encode()
 cdef bytes _done = d.DONE_SENTINEL
 cdef Str _ollama_done  # _protocols.OLLAMA_DONE_FINISH: a done line's finish when it names none
@@ -1505,6 +1506,9 @@ cdef class Scanner:
                 return False
         elif self.detected != D_CHAT and self.detected != D_GEMINI:
             return False
+        if (r.object.len == PyBytes_GET_SIZE(_chat_done_object)
+                and memcmp(r.object.s, PyBytes_AS_STRING(_chat_done_object), r.object.len) == 0):
+            return False  # (the end marker it may be is _choices' to set, not a template's)
         if (self.limit is not None or r.error or r.too_many or r.opaque or r.unrepeatable
                 or r.out_of_memory or r.n_tools or r.n_choices > TEMPLATE_CHOICES or r.n_args
                 or r.block_reason.len >= 0):
@@ -1794,6 +1798,15 @@ cdef class Scanner:
                     if r.choices[i].finish.len < 0:
                         all_final = False
                 self.end_marker = all_final
+        elif (self.n_finishes and r.object.len == PyBytes_GET_SIZE(_chat_done_object)
+                and memcmp(r.object.s, PyBytes_AS_STRING(_chat_done_object), r.object.len) == 0):
+            # (_protocols.CHAT_DONE_OBJECT: Perplexity's last chunk, no [DONE] after it)
+            all_final = True
+            for i in range(self.n_finishes):
+                if self.finishes[i].raw.len < 0:
+                    all_final = False
+            if all_final:
+                self.end_marker = True
         return 0
 
     cdef bint _finished(self, int64_t index) noexcept:

@@ -89,6 +89,7 @@ _DETECT_TYPES = {k.encode(): v for k, v in d.DETECT_TYPES.items()}
 _DETECT_PREFIXES = tuple((p.encode(), v) for p, v in d.DETECT_TYPE_PREFIXES)
 _KINDS = {name: {k.encode(): v for k, v in kinds.items()} for name, kinds in d.EVENT_KINDS.items()}
 _CHAT_OBJECT = d.CHAT_OBJECT.encode()
+_CHAT_DONE_OBJECT = d.CHAT_DONE_OBJECT.encode()
 _AUDIO_END = d.AUDIO_END_FINISH.encode()
 _RESPONSES_COMPLETED = d.RESPONSES_COMPLETED.encode()
 _R_INCOMPLETE = d.RESPONSES_STATUS_INCOMPLETE.encode()
@@ -664,6 +665,10 @@ class Scanner:
                 ev.end_marker = True
             elif record.choices:
                 ev.end_marker = all(c.finish is not None for c in record.choices)
+        elif record.object == _CHAT_DONE_OBJECT and self._finishes:
+            # (_protocols.CHAT_DONE_OBJECT: Perplexity's last chunk, no [DONE] after it)
+            if all(raw is not None for raw in self._finishes.values()):
+                ev.end_marker = True
 
     def _tool_fragment(self, choice_index: int, fragment: ToolFragment) -> None:
         index = fragment.index if fragment.index is not None else fragment.ordinal

@@ -102,6 +102,30 @@ def _audio_chunks() -> list[bytes]:
     ]
 
 
+def _perplexity_chunks(last_object: str = "chat.completion.done") -> list[bytes]:
+    """A Perplexity sonar answer as recorded (crmne/ruby_llm's cassettes, 2026): a bare UUID id,
+    CRLF framing, the accumulated message beside each delta, usage and citations throughout."""
+    top = {
+        "id": "aced166e-c42e-42ea-941e-24477b147dac",
+        "model": "sonar",
+        "created": 1780944367,
+        "usage": {"prompt_tokens": 8, "completion_tokens": 5, "total_tokens": 13, "search_context_size": "low"},
+        "citations": ["https://example.com/a"],
+        "object": "chat.completion.chunk",
+        "system_fingerprint": None,
+    }
+    chunks, said = [], ""
+    for piece, finish in (("1 2", None), (" 3", None), ("", "stop")):
+        said += piece
+        message = {"role": "assistant", "content": said}
+        extra = {"object": last_object} if finish else {}
+        choice_ = {"index": 0, "message": message, "delta": {"role": "assistant", "content": piece}}
+        if finish:
+            choice_["finish_reason"] = finish
+        chunks.append(chat_chunk(choice_, **{**top, **extra}).replace(b"\n\n", b"\r\n\r\n"))
+    return chunks
+
+
 def _chat_streams() -> list[Healthy]:
     usage_with_reasoning = chat_chunk(
         usage={
@@ -113,6 +137,9 @@ def _chat_streams() -> list[Healthy]:
     )
     return [
         Healthy("text", "chat", chat_text("Hello", " there!", usage=True)),
+        # Perplexity: usage and citations in every chunk, the last one's object
+        # "chat.completion.done" with the finish, and no [DONE] (_protocols.CHAT_DONE_OBJECT)
+        Healthy("perplexity-without-done", "chat", chat(*_perplexity_chunks(), done=False)),
         Healthy("tool-call", "chat", chat_tool_stream('{"city": ', '"Paris"}')),
         Healthy(
             "reasoning-then-text",

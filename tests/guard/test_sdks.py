@@ -106,6 +106,10 @@ def test_every_fault_reaches_the_application(name, protocol, app, fault, mode, m
         raised = asked.value
     if isinstance(raised, StreamFailed):  # (else the SDK's own error, the failure its cause)
         assert isinstance(raised, sdk_error(name)), f"{type(raised).__mro__} escapes the SDK's handler"
+        connection = getattr(importlib.import_module(sdk_error(name).__module__), "APIConnectionError", None)
+        if connection is not None and name.startswith(("openai", "anthropic")):
+            # generic retry code retries the SDK's connection error: only what a retry can help
+            assert isinstance(raised, connection) == raised.retryable, type(raised).__mro__
     failure = stream_failure(raised)
     if failure is None:
         assert (name, fault) == ("google-genai", "error"), f"{type(raised).__name__}: {raised}"
