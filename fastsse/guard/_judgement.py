@@ -7,10 +7,10 @@ The transports (``_transport.py``) call ``feed`` with each chunk the application
 
 from __future__ import annotations
 
+import gc
 import importlib
 import logging
 import sys
-import weakref
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -103,21 +103,18 @@ class _OtherDecoder:
 _LEFT_EARLY = frozenset({"no_end_marker", "buffer_residual"})
 
 
-# Answers being read, not yet judged: judge_abandoned judges those a reader let go of.
-_OPEN: weakref.WeakSet[Judgement] = weakref.WeakSet()
-
-
 def judge_abandoned() -> None:
-    """Judge every answer of this process that is still open, as its reader left it (judged
-    only if it had ended, or stopped at a frame that could not be read: see
-    ``Judgement.finish``).  An SDK that raises at a corrupt frame may leave its answer unclosed
-    until the garbage collector finds it, after the reporter is gone: the reporter calls this
-    when it closes, so that such an answer still has its verdict."""
-    for judgement in list(_OPEN):
-        try:
-            judgement.dropped()
-        except Exception:  # noqa: BLE001, S110 - at shutdown, never fails the application
-            pass
+    """Judge the answers of this process that nothing refers to any more, as their readers left
+    them (judged only if they had ended, or stopped at a frame that could not be read: see
+    ``Judgement.finish``).  An SDK that raises at a corrupt frame may leave its answer in a
+    reference cycle (its exception's traceback) that only the garbage collector ends, after the
+    reporter is gone: the reporter calls this when it closes, so that such an answer still has
+    its verdict.  An answer still being read is not touched."""
+    gc.collect()  # finalizes such answers' generators: each judges its answer as it goes
+
+
+# How an SSE body begins (after blank lines): a field or a comment.
+_SSE_STARTS = (b"data:", b"event:", b"id:", b"retry:", b":")
 
 
 def _not_an_answer(verdict: Verdict) -> bool:
@@ -190,8 +187,13 @@ class Judgement:
     answer's end marker (or an error) read, its body's end, a transport error, or the reader
     closing or dropping it (then judged only if it had ended: see ``finish``)."""
 
-    def __init__(self, options: Options, request: Any, response: Any, protocol: str, encoding: str) -> None:
+    def __init__(
+        self, options: Options, request: Any, response: Any, protocol: str, encoding: str, *, sniff: bool = False
+    ) -> None:
         self._options = options
+        # An answer not labelled as a stream, judged only if its first bytes are SSE's
+        # (``_transport._unlabelled_stream``): until then, nothing is judged.
+        self._sniff = sniff
         self._request = request
         self._status = response.status_code
         self._protocol = protocol
@@ -217,7 +219,6 @@ class Judgement:
         # The exception being handled where the reader is (a retry inside an except block):
         # when the answer is closed, that one is not on its way out.  Updated at every chunk.
         self.handled = sys.exc_info()[1]
-        _OPEN.add(self)
 
     def feed(self, chunk: bytes) -> None:
         if self._done:
@@ -262,6 +263,14 @@ class Judgement:
             piece = decoder.decompress(tail, _DECODED_PIECE) if tail else b""
 
     def _judge(self, chunk: bytes) -> None:
+        if self._sniff:
+            start = chunk.lstrip()
+            if not start:
+                return
+            if not start.startswith(_SSE_STARTS):
+                self._done = True  # not a stream: nothing to judge, nothing to say
+                return
+            self._sniff = False
         self._scanner.feed(chunk)
         if self._capture is not None:
             self._captured += len(chunk)
@@ -292,6 +301,8 @@ class Judgement:
 
     def at_eof(self) -> None:
         """The body ended: judge the answer if it was not yet, and raise what is to raise."""
+        if self._sniff:  # nothing but blanks came: not a stream
+            self._done = True
         if not self._done:
             self.completed()
         pending, self._pending = self._pending, None
@@ -319,7 +330,6 @@ class Judgement:
         if self._done:
             return None
         self._done = True
-        _OPEN.discard(self)
         verdict = self._scanner.close("eof")
         if early and verdict.category in _LEFT_EARLY:
             if not verdict.malformed_events:
@@ -337,8 +347,7 @@ class Judgement:
         if _not_an_answer(verdict):
             # SSE, but no LLM dialect in it (a feed of the application's own, through a
             # client that also reads answers): not judged as an answer.
-            if options.on_verdict is not None:
-                options.on_verdict(verdict, self._request)
+            self._tell(verdict)
             return None
         failed = verdict.category in options.raise_on
         if options.mark_span:
@@ -348,9 +357,19 @@ class Judgement:
                 pass
         if options.reporter is not None and self._capture is not None:
             self._report(options.reporter, transport, verdict)
-        if options.on_verdict is not None:
-            options.on_verdict(verdict, self._request)
+        self._tell(verdict)
         return failure(verdict, self._request, cause) if failed else None
+
+    def _tell(self, verdict: Verdict) -> None:
+        """on_verdict, whose failure is logged, never raised: it runs before the reader has the
+        answer's last chunk, and a bug in it must not cut a finished answer short."""
+        on_verdict = self._options.on_verdict
+        if on_verdict is None:
+            return
+        try:
+            on_verdict(verdict, self._request)
+        except Exception:  # noqa: BLE001 - the application's callback never fails its answer
+            log.exception("fastsse.guard: on_verdict raised (the answer goes on)")
 
     def _report(self, reporter: Reporter, transport: str, verdict: Verdict) -> None:
         request = self._request

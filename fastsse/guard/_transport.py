@@ -85,27 +85,33 @@ class _Guard:
         asked = self.options.protocol or protocol_for_path(path)
         content_type = headers.get("content-type", "")
         protocol = stream_protocol(content_type, asked)
+        sniff = False
         if protocol is None:
-            protocol = _unlabelled_stream(path, asked, content_type)
+            protocol = _unlabelled_stream(path, content_type)
             if protocol is None:
                 return None
+            sniff = protocol != "gemini"
         encoding = headers.get("content-encoding", "").strip().lower()
         if not readable(encoding):
-            log.warning(
-                "fastsse.guard: an answer from %s%s was not judged: the guard cannot read Content-Encoding %r",
-                request.url.host,
-                path,
-                encoding,
-            )
+            if _first_time((request.url.host, path, encoding)):
+                log.warning(
+                    "fastsse.guard: answers from %s%s are not judged: the guard cannot read Content-Encoding %r",
+                    request.url.host,
+                    path,
+                    encoding,
+                )
             return None
-        return Judgement(self.options, request, response, protocol, encoding)
+        return Judgement(self.options, request, response, protocol, encoding, sniff=sniff)
 
 
-def _unlabelled_stream(path: str, asked: str | None, content_type: str) -> str | None:
+def _unlabelled_stream(path: str, content_type: str) -> str | None:
     """The protocol to judge an answer with that is not labelled as a stream: Gemini's JSON
-    array (streamGenerateContent without alt=sse), or SSE sent from a generation endpoint
-    with another or no Content-Type (text/plain, application/octet-stream: some gateways).
-    A JSON answer, HTML or an image is not a stream: None."""
+    array (streamGenerateContent without alt=sse), or what may be SSE sent from a generation
+    endpoint with another or no Content-Type (text/plain, application/octet-stream: some
+    gateways), judged only if its first bytes are SSE's (``Judgement``'s sniff).  A JSON
+    answer, HTML or an image is not a stream: None.  Told by the path alone (``protocol=``
+    names the dialect of streams, not which answers are streams)."""
+    asked = protocol_for_path(path)
     if asked is None:
         return None
     if asked == "gemini" and path.endswith(":streamGenerateContent"):
@@ -114,6 +120,19 @@ def _unlabelled_stream(path: str, asked: str | None, content_type: str) -> str |
     if media in ("", "text/plain", "application/octet-stream") and FRAMINGS[asked] == "sse":
         return asked
     return None
+
+
+_SAID: set[tuple[str, str, str]] = set()
+
+
+def _first_time(what: tuple[str, str, str]) -> bool:
+    """Whether this is news for the log (once per host, path and encoding; a bounded memory)."""
+    if what in _SAID:
+        return False
+    if len(_SAID) >= 256:
+        _SAID.clear()
+    _SAID.add(what)
+    return True
 
 
 def _transport_of(exc: BaseException) -> str | None:
@@ -200,11 +219,15 @@ class _GuardedStream:
         try:
             for chunk in chunks:
                 judgement.feed(chunk)
+                broke = None
                 if judgement.awaiting_end():
-                    chunk = _read_ahead(chunk, chunks, judgement)
-                judgement.at_end()
+                    chunk, broke = _read_ahead(chunk, chunks, judgement)
+                if broke is None:
+                    judgement.at_end()
                 judgement.handled = sys.exc_info()[1]  # what the reader is handling, if anything
                 yield chunk
+                if broke is not None:  # what was held is the reader's; now the break
+                    raise broke
         except GeneratorExit:  # the reader dropped the answer unclosed (a reader that raised)
             judgement.dropped()
             raise
@@ -225,23 +248,29 @@ class _GuardedStream:
             self.judgement.closed()
 
 
-def _read_ahead(first: bytes, chunks: Iterator[bytes], judgement: Judgement) -> bytes:
+def _read_ahead(first: bytes, chunks: Iterator[bytes], judgement: Judgement) -> tuple[bytes, Exception | None]:
     """``first`` and what follows it until the answer's end, its body's end, or
-    READ_AHEAD_BYTES: one chunk for the reader."""
+    READ_AHEAD_BYTES: one chunk for the reader; and the exception that broke the body meanwhile,
+    if one did (raised after the reader has what came before it)."""
     held = [first]
     size = 0
     while judgement.awaiting_end() and size < READ_AHEAD_BYTES:
-        more = next(chunks, None)
+        try:
+            more = next(chunks, None)
+        except Exception as exc:  # noqa: BLE001 - handed back, raised where the reader reads
+            return b"".join(held), exc
         if more is None:  # the body ended: the answer is judged here
             judgement.at_eof()
             break
         judgement.feed(more)
         held.append(more)
         size += len(more)
-    return b"".join(held)
+    return b"".join(held), None
 
 
-async def _aread_ahead(first: bytes, chunks: AsyncIterator[bytes], judgement: Judgement) -> bytes:
+async def _aread_ahead(
+    first: bytes, chunks: AsyncIterator[bytes], judgement: Judgement
+) -> tuple[bytes, Exception | None]:
     """As ``_read_ahead``, for an asynchronous body."""
     held = [first]
     size = 0
@@ -251,10 +280,12 @@ async def _aread_ahead(first: bytes, chunks: AsyncIterator[bytes], judgement: Ju
         except StopAsyncIteration:
             judgement.at_eof()
             break
+        except Exception as exc:  # noqa: BLE001 - handed back, raised where the reader reads
+            return b"".join(held), exc
         judgement.feed(more)
         held.append(more)
         size += len(more)
-    return b"".join(held)
+    return b"".join(held), None
 
 
 class _AsyncGuardedStream:
@@ -268,11 +299,15 @@ class _AsyncGuardedStream:
         try:
             async for chunk in chunks:
                 judgement.feed(chunk)
+                broke = None
                 if judgement.awaiting_end():
-                    chunk = await _aread_ahead(chunk, chunks, judgement)
-                judgement.at_end()
+                    chunk, broke = await _aread_ahead(chunk, chunks, judgement)
+                if broke is None:
+                    judgement.at_end()
                 judgement.handled = sys.exc_info()[1]  # what the reader is handling, if anything
                 yield chunk
+                if broke is not None:  # what was held is the reader's; now the break
+                    raise broke
         except GeneratorExit:  # the reader dropped the answer unclosed (a reader that raised)
             judgement.dropped()
             raise

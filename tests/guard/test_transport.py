@@ -4,6 +4,7 @@ inner transport that answers given chunks (or breaks after them)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import gzip
 import itertools
 import pickle
@@ -475,11 +476,13 @@ def test_raw_deflate_is_read():
 
 
 def test_an_answer_left_unjudged_is_said_in_the_log(caplog):
-    read(httpx2, answering(httpx2, [b"\x8b\x00"], headers={"content-encoding": "x-snappy"}))
-    read(httpx2, answering(httpx2, [b"not gzip"], headers={"content-encoding": "gzip"}))
+    url = "http://quiet.test/v1/chat/completions"
+    for _ in range(3):  # said once for its host, path and encoding
+        read(httpx2, answering(httpx2, [b"\x8b\x00"], headers={"content-encoding": "x-snappy"}), url=url)
+    read(httpx2, answering(httpx2, [b"not gzip"], headers={"content-encoding": "gzip"}), url=url)
     said = [r.getMessage() for r in caplog.records if r.name == "fastsse.guard"]
     assert len(said) == 2 and "x-snappy" in said[0] and "gzip" in said[1]
-    assert all("provider.test/v1/chat/completions" in line for line in said)
+    assert all("quiet.test/v1/chat/completions" in line for line in said)
 
 
 class _Handlers:
@@ -519,23 +522,81 @@ def test_the_failure_is_the_sdks_own_error_by_retryability(monkeypatch):
 
 
 def test_an_answer_let_go_of_unclosed_is_judged_when_asked():
-    """An SDK that raises at an event it cannot read and keeps the answer unclosed (LiteLLM
-    at a corrupt Bedrock frame): judge_abandoned (the reporter calls it when it closes) judges
-    it as its reader left it."""
+    """An SDK that raises at an event it cannot read and leaves the answer in a reference
+    cycle (LiteLLM at a corrupt Bedrock frame): judge_abandoned (the reporter calls it when
+    it closes) judges it as its reader left it; an answer still being read is not touched."""
     from fastsse.guard import judge_abandoned
 
     verdicts = []
     client = guarded_client([b'data: {"broken\n\n', CHAT_CUT], on_verdict=lambda v, r: verdicts.append(v))
-    response = client.send(client.build_request("POST", CHAT, json={}), stream=True)
-    chunks = response.iter_raw()
-    next(chunks)  # the reader stops at the event it cannot read, and keeps the answer open
-    assert verdicts == []
-    judge_abandoned()
+
+    def read_and_let_go():
+        response = client.send(client.build_request("POST", CHAT, json={}), stream=True)
+        chunks = response.iter_raw()
+        next(chunks)  # the reader stops at the event it cannot read
+        cycle = {"chunks": chunks}
+        cycle["self"] = cycle  # only the garbage collector ends it
+
+    gc.disable()
+    try:
+        read_and_let_go()
+        live = client.send(client.build_request("POST", CHAT, json={}), stream=True)
+        live_chunks = live.iter_raw()
+        next(live_chunks)
+        assert verdicts == []
+        judge_abandoned()
+    finally:
+        gc.enable()
     assert [v.category for v in verdicts] == ["malformed_event"]
-    judge_abandoned()  # once
-    assert len(verdicts) == 1
-    with pytest.raises(StreamFailed):  # and delivered if the answer is closed after all
-        response.close()
+    with pytest.raises(StreamFailed):  # the live one reads on, and is judged at its own end
+        b"".join(live_chunks)
+    live.close()
+
+
+def test_an_on_verdict_that_raises_never_cuts_the_answer(caplog):
+    def failing(verdict, request):
+        raise KeyError("a bug in the application's callback")
+
+    got, _ = read(httpx2, answering(httpx2, chunked(CHAT_WHOLE, 9)), on_verdict=failing)
+    assert b"".join(got) == CHAT_WHOLE
+    assert any("on_verdict raised" in r.getMessage() for r in caplog.records)
+
+
+def test_a_break_while_reading_ahead_hands_over_what_came_first():
+    """The connection breaks after the finish, before [DONE]: the reader has every chunk that
+    came, then the failure (the transport's, as it is)."""
+    chunks = chunked(CHAT_NO_DONE, 11)
+    handler = answering(httpx2, chunks, fail=httpx2.ReadError("reset"))
+    client = httpx2.Client(transport=Transport(httpx2.MockTransport(handler)))
+    got = []
+    with pytest.raises(StreamFailed) as raised, client.stream("POST", CHAT, json={}) as response:
+        for chunk in response.iter_raw():
+            got.append(chunk)
+    assert b"".join(got) == CHAT_NO_DONE
+    assert raised.value.category == "transport_error" and isinstance(raised.value, httpx2.ReadError)
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/octet-stream", None])
+def test_an_unlabelled_answer_is_judged_only_if_it_is_sse(content_type):
+    headers = {"content-type": content_type} if content_type else {}
+
+    def unlabelled(body):
+        stream = answering(httpx2, [body])(None).stream  # (streamed, as a socket's body is)
+        return lambda request: httpx2.Response(200, headers=headers, stream=stream)
+
+    whole_json = b'{"id": "chatcmpl-1", "object": "chat.completion", "choices": []}'
+    verdicts = []
+    for body in (whole_json, b"", b"\n"):  # a non-streamed answer, or nothing: not judged
+        client = httpx2.Client(
+            transport=Transport(httpx2.MockTransport(unlabelled(body)), on_verdict=lambda v, r: verdicts.append(v))
+        )
+        assert client.post(CHAT, json={}).content == body and verdicts == []
+    client = httpx2.Client(transport=Transport(httpx2.MockTransport(unlabelled(CHAT_CUT))))
+    with pytest.raises(StreamFailed):
+        client.post(CHAT, json={})
+    # protocol= names the dialect of streams, not which answers are streams
+    client = httpx2.Client(transport=Transport(httpx2.MockTransport(unlabelled(b"PK\x03\x04")), protocol="chat"))
+    assert client.get("http://provider.test/v1/files/file-1/content").content == b"PK\x03\x04"
 
 
 def test_an_answer_over_the_reporters_capture_is_said_in_the_log(caplog):
