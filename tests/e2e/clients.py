@@ -77,6 +77,17 @@ class Outcome:
             return f"cut answer ({self.sentences_printed}/{SENTENCES} sentences)"
         return "no answer"
 
+    def seen(self, category: str | None) -> str:
+        """What the application saw, as the guard page's table says it (tests/guard/test_sdks.py
+        says it for the SDKs): the whole answer, the exception it got (with the guard's category
+        when the guard's failure was it or its cause), or no exception (the stored category)."""
+        if self.returncode == 0:
+            return "whole" if self.whole and category in (None, "complete") else f"no exception ({category})"
+        raised = re.findall(r"^ERROR [\w.]*?(\w+): ", self.stderr, re.M)
+        told = re.findall(r"^fastsse\.guard: (\w+)$", self.stderr, re.M)
+        name = raised[-1] if raised else "exit " + str(self.returncode)
+        return f"{name} ← {told[-1]}" if told else name
+
     def said(self, limit: int = 90) -> str:
         """The client's last line of complaint, for the matrix."""
         lines = [

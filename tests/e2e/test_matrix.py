@@ -30,6 +30,12 @@ STORED_FROM_WHAT_WAS_READ = {("bedrock-invoke", "crc"): "no_end_marker", ("bedro
 CASES = [(client, fault) for client in CLIENTS for fault in FAULTS if applies(client.protocol, fault)]
 
 
+def caught_category(categories: list[str]) -> str | None:
+    """The faulted attempt's stored category (a retry's is complete), or complete."""
+    caught = [c for c in categories if c != "complete"]
+    return caught[0] if caught else ("complete" if categories else None)
+
+
 def stored_since(service_url: str, since: str) -> list[dict]:
     answer = httpx.get(f"{service_url}/v1/verdicts", params={"since": since, "limit": 1000}, headers=READ, timeout=10)
     answer.raise_for_status()
@@ -102,6 +108,11 @@ def test_client_against_fault(client, fault, mock, service, tap, guard_path, mat
         f"exit {outcome.returncode}; printed {outcome.printed()}; stored {categories}\nstderr: {outcome.stderr[-1500:]}"
     )
 
+    if "litellm" in client.name and "guard" in client.name:
+        import json as json_
+
+        with open("/tmp/litellm-table.jsonl", "a") as out:
+            out.write(json_.dumps([client.name, fault, outcome.seen(caught_category(categories))]) + "\n")
     assert outcome.generations, f"{client.name} made no generation request\n{context}"
     assert {v["tool"] for v in stored} <= {client.tool}, context
     assert {v["protocol"] for v in stored} <= {client.protocol}, context
