@@ -82,7 +82,11 @@ class Outcome:
         says it for the SDKs): the whole answer, the exception it got (with the guard's category
         when the guard's failure was it or its cause), or no exception (the stored category)."""
         if self.returncode == 0:
-            return "whole" if self.whole and category in (None, "complete") else f"no exception ({category})"
+            if category in (None, "complete"):
+                return "whole" if self.whole else "no exception (complete)"
+            if self.whole and len(self.generations) > 1:
+                return f"whole, retried ({category})"
+            return f"no exception ({category})"
         raised = re.findall(r"^ERROR [\w.]*?(\w+): ", self.stderr, re.M)
         told = re.findall(r"^fastsse\.guard: (\w+)$", self.stderr, re.M)
         name = raised[-1] if raised else "exit " + str(self.returncode)

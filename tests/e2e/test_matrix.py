@@ -18,6 +18,7 @@ import pytest
 
 from loadtests.localhost import wait_until
 from loadtests.wire import EXPECTED_OVER_HTTP, FAULTS, applies
+from tests.guard.guard_page import table
 from tests.service.conftest import INGEST_SECRET, READ
 
 from .clients import CLIENTS, fault_prefix, proxy_model
@@ -27,6 +28,7 @@ from .install import installed, status
 # ChecksumMismatch at a corrupt frame): the guard tells the application the fault's category,
 # and its reporter posts the bytes the SDK read, which the service judges as they are: cut.
 STORED_FROM_WHAT_WAS_READ = {("bedrock-invoke", "crc"): "no_end_marker", ("bedrock-converse", "crc"): "no_end_marker"}
+GUARD_PAGE = table("what-litellm-sees")
 CASES = [(client, fault) for client in CLIENTS for fault in FAULTS if applies(client.protocol, fault)]
 
 
@@ -108,11 +110,8 @@ def test_client_against_fault(client, fault, mock, service, tap, guard_path, mat
         f"exit {outcome.returncode}; printed {outcome.printed()}; stored {categories}\nstderr: {outcome.stderr[-1500:]}"
     )
 
-    if "litellm" in client.name and "guard" in client.name:
-        import json as json_
-
-        with open("/tmp/litellm-table.jsonl", "a") as out:
-            out.write(json_.dumps([client.name, fault, outcome.seen(caught_category(categories))]) + "\n")
+    if (client.name, fault) in GUARD_PAGE:  # what LiteLLM's application sees, as the guard page says
+        assert outcome.seen(caught_category(categories)) == GUARD_PAGE[client.name, fault], context
     assert outcome.generations, f"{client.name} made no generation request\n{context}"
     assert {v["tool"] for v in stored} <= {client.tool}, context
     assert {v["protocol"] for v in stored} <= {client.protocol}, context

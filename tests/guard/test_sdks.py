@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib
-from pathlib import Path
 
 import pytest
 
@@ -19,6 +18,7 @@ from fastsse.guard import FAILURES, UNSEEN, StreamFailed, stream_failure
 from loadtests.wire import EXPECTED_OVER_HTTP, FAULTS, applies
 
 from .apps import APPS
+from .guard_page import table
 
 WHOLE = "Sentence 6 of 6 of the mock provider's answer, which keeps going until it is complete"
 CASES = [
@@ -62,19 +62,7 @@ def seen(raised: BaseException | None, verdicts: list) -> str:
     return type(raised).__name__
 
 
-def documented() -> dict[tuple[str, str], str]:
-    """The guard page's table of what each application sees, by (client, fault)."""
-    page = (Path(__file__).resolve().parents[2] / "docs" / "applications" / "guard.md").read_text()
-    table = page.split("<!-- what-the-application-sees -->", 1)[1].strip().split("\n\n", 1)[0]
-    rows = [[cell.strip().strip("`") for cell in line.strip("|").split("|")] for line in table.splitlines()]
-    head, cells = rows[0], {}
-    for row in rows[2:]:
-        for fault, cell in zip(head[1:], row[1:], strict=True):
-            cells[row[0], fault] = cell
-    return cells
-
-
-DOCUMENTED = documented()
+DOCUMENTED = table("what-the-application-sees")
 
 
 @pytest.mark.parametrize(
