@@ -278,6 +278,14 @@ cdef list _detect_type_protocols = list(d.DETECT_TYPES.values())
 cdef list _detect_prefixes = [(p.encode(), v) for p, v in d.DETECT_TYPE_PREFIXES]
 cdef bytes _chat_object = d.CHAT_OBJECT.encode()
 cdef bytes _chat_done_object = d.CHAT_DONE_OBJECT.encode()
+
+
+cdef inline bint _is_chat_done(const Str* obj) noexcept:
+    """Is a chat chunk's "object" _protocols.CHAT_DONE_OBJECT?"""
+    return (obj.len == PyBytes_GET_SIZE(_chat_done_object)
+            and memcmp(obj.s, PyBytes_AS_STRING(_chat_done_object), obj.len) == 0)
+
+
 cdef bytes _audio_end = d.AUDIO_END_FINISH.encode()
 cdef bytes _done = d.DONE_SENTINEL
 cdef Str _ollama_done  # _protocols.OLLAMA_DONE_FINISH: a done line's finish when it names none
@@ -1506,8 +1514,7 @@ cdef class Scanner:
                 return False
         elif self.detected != D_CHAT and self.detected != D_GEMINI:
             return False
-        if (r.object.len == PyBytes_GET_SIZE(_chat_done_object)
-                and memcmp(r.object.s, PyBytes_AS_STRING(_chat_done_object), r.object.len) == 0):
+        if _is_chat_done(&r.object):
             return False  # (the end marker it may be is _choices' to set, not a template's)
         if (self.limit is not None or r.error or r.too_many or r.opaque or r.unrepeatable
                 or r.out_of_memory or r.n_tools or r.n_choices > TEMPLATE_CHOICES or r.n_args
@@ -1798,16 +1805,19 @@ cdef class Scanner:
                     if r.choices[i].finish.len < 0:
                         all_final = False
                 self.end_marker = all_final
-        elif (self.n_finishes and r.object.len == PyBytes_GET_SIZE(_chat_done_object)
-                and memcmp(r.object.s, PyBytes_AS_STRING(_chat_done_object), r.object.len) == 0):
-            # (_protocols.CHAT_DONE_OBJECT: Perplexity's last chunk, no [DONE] after it)
-            all_final = True
-            for i in range(self.n_finishes):
-                if self.finishes[i].raw.len < 0:
-                    all_final = False
-            if all_final:
-                self.end_marker = True
+        elif _is_chat_done(&r.object) and self._all_finished():
+            self.end_marker = True  # (_protocols.CHAT_DONE_OBJECT: Perplexity's last chunk, no [DONE] after it)
         return 0
+
+    cdef bint _all_finished(self) noexcept:
+        """Has every choice begun its finish reason (and has one begun)?"""
+        cdef int i
+        if self.n_finishes == 0:
+            return False
+        for i in range(self.n_finishes):
+            if self.finishes[i].raw.len < 0:
+                return False
+        return True
 
     cdef bint _finished(self, int64_t index) noexcept:
         """Has this choice a finish reason yet?"""
@@ -2065,17 +2075,8 @@ cdef class Scanner:
 
     @property
     def settled(self):
-        """As the Python twin's: the stream has said how it ends (its end marker, an error, a
-        bound passed, or a finish reason for every choice it began).  True once closed."""
-        cdef int i
-        if self.closed or self.end_marker or self.errors or self.limit is not None:
-            return True
-        if self.n_finishes == 0:
-            return False
-        for i in range(self.n_finishes):
-            if self.finishes[i].raw.len < 0:
-                return False
-        return True
+        """As the Python twin's: it ended, or every choice it began has its finish reason."""
+        return self.ended or self._all_finished()
 
     @property
     def ended(self):

@@ -665,10 +665,8 @@ class Scanner:
                 ev.end_marker = True
             elif record.choices:
                 ev.end_marker = all(c.finish is not None for c in record.choices)
-        elif record.object == _CHAT_DONE_OBJECT and self._finishes:
-            # (_protocols.CHAT_DONE_OBJECT: Perplexity's last chunk, no [DONE] after it)
-            if all(raw is not None for raw in self._finishes.values()):
-                ev.end_marker = True
+        elif record.object == _CHAT_DONE_OBJECT and self._all_finished():
+            ev.end_marker = True  # (_protocols.CHAT_DONE_OBJECT: Perplexity's last chunk, no [DONE] after it)
 
     def _tool_fragment(self, choice_index: int, fragment: ToolFragment) -> None:
         index = fragment.index if fragment.index is not None else fragment.ordinal
@@ -793,16 +791,17 @@ class Scanner:
             self._finish(0, record.stop_reason or _OLLAMA_DONE)  # (OLLAMA_DONE_FINISH: none sent)
 
     # ------------------------------------------------------------------ the end
-    @property
-    def settled(self) -> bool:
-        """Whether the stream has said how it ends: its end marker, an error, a bound passed,
-        or a finish reason for every choice it began (then only closing events follow, such
-        as Anthropic's message_stop or chat's [DONE]).  True once closed."""
-        ev = self._ev
-        if self._closed or ev.end_marker or ev.errors or ev.limit is not None:
-            return True
+    def _all_finished(self) -> bool:
+        """Has every choice begun its finish reason (and has one begun)?"""
         finishes = self._finishes
         return bool(finishes) and all(raw is not None for raw in finishes.values())
+
+    @property
+    def settled(self) -> bool:
+        """Whether the stream has said how it ends: it ended, or every choice it began has its
+        finish reason (then only closing events follow, such as Anthropic's message_stop or
+        chat's [DONE]).  True once closed."""
+        return self.ended or self._all_finished()
 
     @property
     def ended(self) -> bool:

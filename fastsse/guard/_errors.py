@@ -34,6 +34,9 @@ _SDKS = (
     ("ollama-python/", "ollama", "ResponseError", "ResponseError", "ResponseError"),
 )
 _CLASSES: dict[tuple[type, ...], type[StreamFailed]] = {}
+# What the SDKs' handlers read of their errors, set as their constructors would: None, but the
+# message (and ollama's error) is the verdict's.
+_ATTRIBUTES = ("message", "body", "code", "param", "type", "status", "details", "response", "error", "status_code")
 
 
 def _sdk_error(request: Any, retryable: bool, timeout: bool) -> type | None:
@@ -70,16 +73,9 @@ def failure(verdict: Any, request: Any, cause: BaseException | None = None) -> S
     exc = cls.__new__(cls)
     StreamFailed.__init__(exc, verdict, request)
     if cls is not StreamFailed:
-        # What the SDKs' and httpx's handlers read (their constructors set these).
-        for name, value in (("message", verdict.message), ("body", None), ("code", None), ("param", None)):
-            _set(exc, name, value)
-        _set(exc, "type", None)
-        _set(exc, "status", None)
-        _set(exc, "details", None)
-        _set(exc, "response", None)
-        _set(exc, "error", verdict.message)  # ollama's
-        _set(exc, "status_code", None)
-        _set(exc, "_request", request)
+        for name in _ATTRIBUTES:
+            _set(exc, name, verdict.message if name in ("message", "error") else None)  # (error: ollama's)
+        _set(exc, "_request", request)  # httpx's
     return exc
 
 

@@ -22,9 +22,9 @@ from .. import (
     protocol_for_path,
     stream_protocol,
 )
-from .._protocols import FRAMINGS
+from .._protocols import FRAMING_SSE, FRAMINGS
 from ._failure import StreamFailed
-from ._judgement import UNSEEN, Judgement, Options, Reporter, log, readable
+from ._judgement import UNSEEN, Judgement, Options, Reporter, _where, log, readable
 
 # How a transport error ended the answer, by the exception's class (or a base of it), in the
 # names both libraries share: a timeout, a body cut short of its length or last chunk, any
@@ -95,9 +95,8 @@ class _Guard:
         if not readable(encoding):
             if _first_time((request.url.host, path, encoding)):
                 log.warning(
-                    "fastsse.guard: answers from %s%s are not judged: the guard cannot read Content-Encoding %r",
-                    request.url.host,
-                    path,
+                    "fastsse.guard: answers from %s are not judged: the guard cannot read Content-Encoding %r",
+                    _where(request),
                     encoding,
                 )
             return None
@@ -117,7 +116,7 @@ def _unlabelled_stream(path: str, content_type: str) -> str | None:
     if asked == "gemini" and path.endswith(":streamGenerateContent"):
         return asked
     media = content_type.split(";")[0].strip().lower()
-    if media in ("", "text/plain", "application/octet-stream") and FRAMINGS[asked] == "sse":
+    if media in ("", "text/plain", "application/octet-stream") and FRAMINGS[asked] == FRAMING_SSE:
         return asked
     return None
 
